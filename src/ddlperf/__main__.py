@@ -1,0 +1,5 @@
+"""``python -m ddlperf`` runs the CLI."""
+
+from ddlperf.cli import main
+
+main()

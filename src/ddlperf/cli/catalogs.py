@@ -1,0 +1,63 @@
+"""``ddlperf models`` and ``ddlperf devices``: what the built-in catalogs hold."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ddlperf.cli.app import app
+from ddlperf.cli.common import console, handle_input_errors, print_json
+from ddlperf.units import format_bandwidth, format_flops, format_size
+
+
+@app.command()
+@handle_input_errors
+def models(
+    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """List the model zoo: parameters, forward FLOPs per sample, reference input."""
+    from ddlperf.workload import zoo
+
+    rows = [zoo.info(name) for name in zoo.names()]
+    if json_output:
+        print_json(rows)
+        return
+    table = Table(title="model zoo (FLOPs: 2 per multiply-add, forward, per sample)",
+                  header_style="bold", title_justify="left")
+    for col in ("model", "parameters", "size (fp32)", "forward FLOPs", "layers", "input",
+                "source"):
+        table.add_column(col, justify="right" if col in ("parameters", "layers") else "left")
+    for info in rows:
+        table.add_row(info["name"], f"{info['parameters']:,}", format_size(info["parameter_bytes"]),
+                      format_flops(info["flops_per_sample"]), str(info["layers"]),
+                      str(info["input"]), info["source"])
+    console.print(table)
+
+
+@app.command()
+@handle_input_errors
+def devices(
+    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """List the device catalog: peak FLOP/s per dtype, memory bandwidth, efficiency, source."""
+    from ddlperf.hardware import NIC_PRESETS, catalog
+
+    devs = catalog()
+    if json_output:
+        print_json({"devices": {n: d.model_dump() for n, d in devs.items()},
+                    "nic_presets_bps": NIC_PRESETS})
+        return
+    table = Table(title="device catalog (peak FLOP/s; dense, no sparsity)", header_style="bold",
+                  title_justify="left")
+    for col in ("device", "fp32", "tf32", "fp16", "bf16", "memory", "efficiency", "source"):
+        table.add_column(col)
+    for name, d in devs.items():
+        peaks = [format_flops(d.peak_flops[k]) + "/s" if k in d.peak_flops else "-"
+                 for k in ("fp32", "tf32", "fp16", "bf16")]
+        table.add_row(name, *peaks, format_size(d.memory_bandwidth) + "/s", f"{d.efficiency:g}",
+                      d.source)
+    console.print(table)
+    nics = ", ".join(f"{n} ({format_bandwidth(r)})" for n, r in NIC_PRESETS.items())
+    console.print(f"NIC presets accepted as --bandwidth: {nics}")

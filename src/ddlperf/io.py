@@ -1,0 +1,39 @@
+"""Atomic file writes: a reader never sees half a result."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from ddlperf.errors import InputError
+
+
+def check_writable(path: str | Path, field: str) -> Path:
+    """Fail early (before any work) if ``path`` cannot be written."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise InputError(field, f"directory {str(parent)!r} does not exist", "create it first")
+    if p.is_dir():
+        raise InputError(field, f"{str(p)!r} is a directory", "give a file name")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InputError(field, f"{str(p)!r} is not writable", "choose another path")
+    return p
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Write to a temporary file beside ``path`` and rename it into place."""
+    p = Path(path)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
+    try:
+        with os.fdopen(fd, mode) as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p

@@ -1,0 +1,217 @@
+"""Measure achieved TCP goodput between emulated hosts with tiny Python senders/receivers.
+
+No iperf: the scripts below run as ``python -c`` inside the host namespaces, so nothing has to
+be installed there. All flows of one probe start at the same wall-clock instant and every
+receiver counts the bytes that arrive inside the same window, which skips the ramp-up and makes
+concurrent flows directly comparable (fairness).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ddlperf.errors import InputError
+from ddlperf.measure.emulated import EmulatedCluster
+
+GOODPUT_FACTOR = 1448 / 1514  # TCP payload per full Ethernet frame (timestamps on): ≈ 0.956
+
+_RECEIVER = r"""
+import json, socket, sys, time
+ip, seconds, warm, timeout = sys.argv[1], *map(float, sys.argv[2:5])
+srv = socket.socket()
+srv.bind((ip, 0))
+srv.listen(1)
+srv.settimeout(timeout)
+print(srv.getsockname()[1], flush=True)
+start = float(sys.stdin.readline())
+conn, _ = srv.accept()
+conn.settimeout(timeout)
+buf = bytearray(1 << 18)
+lo, hi = start + warm, start + seconds
+total = window = 0
+first = last = None
+while True:
+    n = conn.recv_into(buf)
+    if not n:
+        break
+    now = time.time()
+    first = now if first is None else first
+    last = now
+    total += n
+    if lo <= now <= hi:
+        window += n
+print(json.dumps({"bytes": total, "window_bytes": window, "window_s": hi - lo,
+                  "first": first, "last": last}), flush=True)
+"""
+
+_SENDER = r"""
+import json, socket, sys, time
+ip, port, start, seconds, timeout = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:6])
+sock = socket.create_connection((ip, port), timeout=timeout)
+chunk = bytes(1 << 17)
+late = time.time() - start
+while time.time() < start:
+    time.sleep(min(0.01, max(0.0, start - time.time())))
+end = start + seconds
+sent = 0
+while time.time() < end:
+    sock.sendall(chunk)
+    sent += len(chunk)
+sock.shutdown(socket.SHUT_WR)
+sock.recv(1)
+print(json.dumps({"sent": sent, "late_s": late}), flush=True)
+"""
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """One probed TCP flow; ``goodput_bps`` is payload bits/s inside the common window."""
+
+    src: str
+    dst: str
+    sent_bytes: int
+    received_bytes: int
+    window_bytes: int
+    window_s: float
+    goodput_bps: float
+    late_s: float
+
+
+def probe_flows(
+    cluster: EmulatedCluster,
+    flows: list[tuple[str, str]],
+    seconds: float = 1.0,
+    warmup_s: float | None = None,
+) -> list[FlowResult]:
+    """Run all ``(src, dst)`` TCP flows at once for ``seconds``; measure each one's goodput."""
+    if not flows:
+        raise InputError("flows", "no flows to probe")
+    if not 0.2 <= seconds <= 600:
+        raise InputError("seconds", f"probe duration must be in [0.2, 600] s, got {seconds}")
+    for src, dst in flows:
+        if src == dst:
+            raise InputError("flows", f"{src} -> {dst} does not cross the network")
+        cluster.ip(src), cluster.ip(dst)  # unknown names raise InputError
+    warm = min(0.2, seconds / 4) if warmup_s is None else warmup_s
+    timeout = seconds + 30.0
+    procs: list[subprocess.Popen] = []
+    try:
+        receivers = []
+        for _, dst in flows:
+            argv = [sys.executable, "-c", _RECEIVER, cluster.ip(dst), str(seconds), str(warm),
+                    str(timeout)]  # fmt: skip
+            receivers.append(_spawn(cluster, dst, argv, procs, stdin=subprocess.PIPE))
+        ports = [int(_read_line(p, timeout, "receiver")) for p in receivers]
+        # One common start instant, far enough ahead for the senders to start and connect.
+        start = time.time() + 0.3 + 0.05 * len(flows)
+        for proc in receivers:
+            assert proc.stdin is not None
+            proc.stdin.write(f"{start!r}\n")
+            proc.stdin.close()
+        senders = []
+        for (src, dst), port in zip(flows, ports, strict=True):
+            argv = [sys.executable, "-c", _SENDER, cluster.ip(dst), str(port), repr(start),
+                    str(seconds), str(timeout)]  # fmt: skip
+            senders.append(_spawn(cluster, src, argv, procs))
+        sent = [json.loads(_read_line(p, timeout, "sender")) for p in senders]
+        received = [json.loads(_read_line(p, timeout, "receiver")) for p in receivers]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream and not stream.closed:
+                    stream.close()
+    return [_result(src, dst, s, r, start, seconds, warm)
+            for (src, dst), s, r in zip(flows, sent, received, strict=True)]  # fmt: skip
+
+
+def probe_bandwidth(
+    cluster: EmulatedCluster, src: str, dst: str, seconds: float = 1.0
+) -> float:
+    """Goodput in bit/s of one TCP stream ``src`` -> ``dst``.
+
+    Expect about ``GOODPUT_FACTOR`` (0.956) x min(src uplink, dst downlink).
+    """
+    return probe_flows(cluster, [(src, dst)], seconds)[0].goodput_bps
+
+
+def expected_goodput(cluster: EmulatedCluster, src: str, dst: str) -> float:
+    """What one lone flow should reach: 0.956 x the narrower of the two line rates."""
+    up = cluster.hosts[_index(cluster, src)].uplink_bps
+    down = cluster.hosts[_index(cluster, dst)].downlink_bps
+    return GOODPUT_FACTOR * min(up, down)
+
+
+def probe_all(cluster: EmulatedCluster, seconds: float = 1.0) -> dict[str, dict[str, Any]]:
+    """Probe every host's uplink and downlink, one flow at a time, against the best peer.
+
+    The peer for an uplink is the other host with the fastest downlink (and vice versa), so
+    the probed link is the bottleneck whenever the cluster allows it.
+    """
+    if len(cluster.hosts) < 2:
+        raise InputError("hosts", "probing needs at least two hosts")
+    result: dict[str, dict[str, Any]] = {}
+    for host in cluster.hosts:
+        others = [h for h in cluster.hosts if h.name != host.name]
+        up_peer = max(others, key=lambda h: h.downlink_bps).name
+        down_peer = max(others, key=lambda h: h.uplink_bps).name
+        result[host.name] = {
+            "uplink_bps": probe_bandwidth(cluster, host.name, up_peer, seconds),
+            "uplink_peer": up_peer,
+            "uplink_expected_bps": expected_goodput(cluster, host.name, up_peer),
+            "downlink_bps": probe_bandwidth(cluster, down_peer, host.name, seconds),
+            "downlink_peer": down_peer,
+            "downlink_expected_bps": expected_goodput(cluster, down_peer, host.name),
+        }
+    return result
+
+
+def _index(cluster: EmulatedCluster, name: str) -> int:
+    cluster.ip(name)  # raises InputError for unknown hosts
+    return [h.name for h in cluster.hosts].index(name)
+
+
+def _result(
+    src: str, dst: str, sent: dict[str, Any], got: dict[str, Any], start: float, seconds: float,
+    warm: float,
+) -> FlowResult:
+    return FlowResult(
+        src=src, dst=dst, sent_bytes=int(sent["sent"]), received_bytes=int(got["bytes"]),
+        window_bytes=int(got["window_bytes"]), window_s=seconds - warm,
+        goodput_bps=8.0 * got["window_bytes"] / (seconds - warm), late_s=float(sent["late_s"]),
+    )  # fmt: skip
+
+
+def _spawn(
+    cluster: EmulatedCluster,
+    host: str,
+    argv: list[str],
+    procs: list[subprocess.Popen],
+    stdin: int | None = subprocess.DEVNULL,
+) -> subprocess.Popen:
+    # Outside the host's CPU cgroup: a probe measures the link, not the host's CPU share.
+    proc = cluster.popen(host, argv, in_cgroup=False, stdin=stdin, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+    procs.append(proc)
+    return proc
+
+
+def _read_line(proc: subprocess.Popen, timeout: float, what: str) -> str:
+    """First stdout line of ``proc``; a crash or silence raises with the process's stderr."""
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        err = proc.stderr.read() if proc.stderr else ""
+        raise RuntimeError(f"probe {what} failed (exit {proc.returncode}): {err.strip()}")
+    return line.strip()

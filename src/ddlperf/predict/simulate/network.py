@@ -1,0 +1,435 @@
+"""Flow-level network: flows share links max-min fairly, recomputed when a flow starts or ends.
+
+Why flow level: packet simulation is far too slow for a what-if tool, and with per-sender fair
+queueing (our emulated testbed) or long TCP flows the steady rates are close to the max-min fair
+allocation. A :class:`Flow` moves ``size`` bytes over a tuple of :class:`Link` s; its rate is the
+progressive-filling (water-filling) share; the network schedules each flow's completion on the
+:class:`~ddlperf.predict.simulate.engine.Engine` and reschedules it when the rate changes.
+
+Symmetry, so that 1024-worker rings stay cheap:
+
+* ``Flow.weight`` = k: the flow stands for k identical sub-flows. Each sub-flow gets ``rate``;
+  together they consume ``k * rate`` of every link they cross.
+* ``Link.copies`` = m: the link stands for m identical links (say, the uplinks of m identical
+  workers). Its total capacity is ``m * capacity`` and the load on it is shared evenly among the
+  copies. A ring step of N identical workers is thus one flow of weight N over an uplink and a
+  downlink with ``copies=N`` each, and it gets the same rate as N separate flows would.
+
+Cost: changes at the same instant are batched into one reallocation (run as a zero-delay event),
+and only the connected component (links and flows reachable from the changed links) is
+recomputed, in pure Python: faster than numpy for the tens of flows a component usually holds
+(see ``benchmarks/bench_kernel.py``). :func:`max_min_rates` is a dense numpy reference of the
+same allocation, used by the tests as an independent oracle.
+
+Units: bytes and bytes per second (goodput, already applied by the caller), seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from math import inf, isfinite
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ddlperf.predict.simulate.engine import Engine, Handle
+
+FlowObserver = Callable[["Flow", float, float], None]
+
+_TIE = 1e-12  # links whose fair level is within this relative distance of the minimum tie
+_SATURATED = 1e-9  # a link with less than this fraction of its capacity left is saturated
+
+
+def _positive(name: str, value: float) -> float:
+    value = float(value)
+    if not (value > 0.0 and isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+class Link:
+    """A directed link (or ``copies`` identical ones) with accounting for utilisation reports.
+
+    ``bytes`` counts the payload of completed flows summed over all copies; ``busy_time`` is the
+    time it carried at least one active flow; ``saturated_time`` the time its capacity was fully
+    allocated (it was a bottleneck). Both include the interval still open at ``engine.now``.
+    """
+
+    __slots__ = (
+        "_busy_acc",
+        "_busy_since",
+        "_engine",
+        "_n",
+        "_rem",
+        "_sat_acc",
+        "_sat_since",
+        "_total",
+        "_w",
+        "bytes",
+        "capacity",
+        "copies",
+        "flows",
+        "index",
+        "name",
+    )
+
+    def __init__(
+        self, engine: Engine, index: int, capacity: float, name: str, copies: int = 1
+    ) -> None:
+        self._engine = engine
+        self.index = index
+        self.name = name
+        self.capacity = _positive(f"link {name!r} capacity", capacity)
+        if int(copies) != copies or copies < 1:
+            raise ValueError(f"link {name!r} copies must be an integer >= 1, got {copies!r}")
+        self.copies = int(copies)
+        self._total = self.capacity * self.copies  # capacity of all copies together
+        self.flows: dict[Flow, None] = {}  # active flows, in activation order (deterministic)
+        self.bytes = 0.0
+        self._busy_acc = 0.0
+        self._busy_since: float | None = None
+        self._sat_acc = 0.0
+        self._sat_since: float | None = None
+        self._rem = 0.0  # scratch for progressive filling: capacity left (all copies)
+        self._w = 0.0  # scratch: weight of the flows not yet frozen
+        self._n = 0  # scratch: number of flows not yet frozen
+
+    @property
+    def busy_time(self) -> float:
+        """Seconds during which at least one active flow crossed this link."""
+        since = self._busy_since
+        return self._busy_acc + (0.0 if since is None else self._engine.now - since)
+
+    @property
+    def saturated_time(self) -> float:
+        """Seconds during which the link's capacity was fully allocated."""
+        since = self._sat_since
+        return self._sat_acc + (0.0 if since is None else self._engine.now - since)
+
+    def utilisation(self, span: float) -> float:
+        """Completed bytes over what the link (all copies) could carry in ``span`` seconds."""
+        return self.bytes / (self.capacity * self.copies * span) if span > 0 else 0.0
+
+    def __repr__(self) -> str:
+        copies = f" x{self.copies}" if self.copies != 1 else ""
+        return f"Link({self.name!r}, {self.capacity:.6g} B/s{copies})"
+
+
+class Nic(NamedTuple):
+    """A node's full-duplex network interface: traffic it sends uses ``up``, receives ``down``."""
+
+    up: Link
+    down: Link
+
+
+class Flow:
+    """``size`` bytes (per sub-flow) over ``links``; ``weight`` identical sub-flows move together.
+
+    Times: ``submit_time`` (when started), ``start_time`` (active, after the latency),
+    ``end_time`` (completed), each ``nan`` until reached. ``rate`` is bytes/s per sub-flow.
+    ``tag`` is free for the caller (a trace label, the tensor, ...).
+    """
+
+    __slots__ = (
+        "_event",
+        "_last",
+        "_mark",
+        "_new",
+        "end_time",
+        "latency",
+        "links",
+        "on_complete",
+        "rate",
+        "remaining",
+        "size",
+        "start_time",
+        "submit_time",
+        "tag",
+        "weight",
+    )
+
+    def __init__(
+        self,
+        size: float,
+        links: tuple[Link, ...],
+        weight: float,
+        latency: float,
+        on_complete: Callable[[Flow], Any] | None,
+        tag: Any,
+    ) -> None:
+        self.size = size
+        self.links = links
+        self.weight = weight
+        self.latency = latency
+        self.on_complete = on_complete
+        self.tag = tag
+        self.rate = 0.0
+        self.remaining = size  # bytes per sub-flow left at time ``_last``
+        self.submit_time = self.start_time = self.end_time = float("nan")
+        self._last = 0.0
+        self._event: Handle | None = None
+        self._mark = 0  # reallocation stamp (frozen in the current round)
+        self._new = 0.0  # scratch: rate from the current reallocation
+
+    @property
+    def active(self) -> bool:
+        """True from the end of the latency until completion."""
+        return self.start_time == self.start_time and self.end_time != self.end_time
+
+    def __repr__(self) -> str:
+        w = f" x{self.weight:g}" if self.weight != 1 else ""
+        return f"Flow({self.size:.6g} B{w}, tag={self.tag!r})"
+
+
+class Network:
+    """Links plus the active flows on them; rates are max-min fair, updated on every change."""
+
+    def __init__(self, engine: Engine, observer: FlowObserver | None = None) -> None:
+        self.engine = engine
+        self.links: list[Link] = []
+        #: called as ``observer(flow, start_time, end_time)`` when a flow completes
+        self.observer = observer
+        self.flows_completed = 0
+        self.reallocations = 0
+        self._n_active = 0
+        self._dirty: dict[Link, None] = {}  # links whose flow set changed since the last realloc
+        self._realloc_pending = False
+        self._stamp = 0
+
+    # -- topology -------------------------------------------------------------------------------
+
+    def add_link(self, capacity: float, name: str | None = None, copies: int = 1) -> Link:
+        """A link of ``capacity`` bytes/s (per copy); ``copies`` > 1 for symmetric aggregates."""
+        index = len(self.links)
+        link = Link(self.engine, index, capacity, name or f"link{index}", copies)
+        self.links.append(link)
+        return link
+
+    def add_nic(
+        self, name: str, up: float, down: float | None = None, copies: int = 1
+    ) -> Nic:
+        """A full-duplex NIC: ``name.up`` and ``name.down`` links (``down`` defaults to ``up``)."""
+        return Nic(
+            self.add_link(up, f"{name}.up", copies),
+            self.add_link(up if down is None else down, f"{name}.down", copies),
+        )
+
+    # -- flows ----------------------------------------------------------------------------------
+
+    @property
+    def active_flows(self) -> int:
+        """Flows past their latency and not yet complete."""
+        return self._n_active
+
+    def start(
+        self,
+        size: float,
+        links: Sequence[Link],
+        *,
+        latency: float = 0.0,
+        weight: float = 1.0,
+        on_complete: Callable[[Flow], Any] | None = None,
+        tag: Any = None,
+    ) -> Flow:
+        """Start a flow now; it becomes active after ``latency`` and calls ``on_complete(flow)``.
+
+        ``links`` must be distinct. The completion time is ``latency + size / rate`` when the rate
+        stays constant.
+        """
+        size = _positive("flow size", size)
+        weight = _positive("flow weight", weight)
+        latency = float(latency)
+        if not (latency >= 0.0 and isfinite(latency)):
+            raise ValueError(f"flow latency must be a finite number >= 0, got {latency!r}")
+        path = tuple(links)
+        if not path:
+            raise ValueError("a flow must cross at least one link")
+        if len(set(path)) != len(path):
+            raise ValueError(f"a flow must not cross a link twice: {path!r}")
+        flow = Flow(size, path, weight, latency, on_complete, tag)
+        flow.submit_time = self.engine.now
+        if latency > 0.0:
+            self.engine.schedule(latency, self._activate, flow)
+        else:
+            self._activate(flow)
+        return flow
+
+    def _activate(self, flow: Flow) -> None:
+        now = self.engine.now
+        flow.start_time = flow._last = now
+        self._n_active += 1
+        dirty = self._dirty
+        for link in flow.links:
+            if not link.flows:
+                link._busy_since = now
+            link.flows[flow] = None
+            dirty[link] = None
+        if not self._realloc_pending:
+            self._realloc_pending = True
+            self.engine.schedule(0.0, self._reallocate)
+
+    def _complete(self, flow: Flow) -> None:
+        now = self.engine.now
+        flow._event = None
+        flow.remaining = 0.0
+        flow.rate = 0.0
+        flow.end_time = now
+        self._n_active -= 1
+        self.flows_completed += 1
+        moved = flow.weight * flow.size
+        dirty = self._dirty
+        for link in flow.links:
+            flows = link.flows
+            del flows[flow]
+            link.bytes += moved
+            if not flows:
+                link._busy_acc += now - link._busy_since
+                link._busy_since = None
+            dirty[link] = None
+        if not self._realloc_pending:
+            self._realloc_pending = True
+            self.engine.schedule(0.0, self._reallocate)
+        if self.observer is not None:
+            self.observer(flow, flow.start_time, now)
+        if flow.on_complete is not None:
+            flow.on_complete(flow)
+
+    # -- allocation -----------------------------------------------------------------------------
+
+    def _reallocate(self) -> None:
+        """Progressive filling over the component reachable from the changed links."""
+        self._realloc_pending = False
+        self.reallocations += 1
+        seeds = self._dirty
+        self._dirty = {}
+        engine = self.engine
+        now = engine.now
+
+        # Collect the connected component (dicts as ordered sets keep this deterministic).
+        comp_links: dict[Link, None] = dict(seeds)
+        comp_flows: dict[Flow, None] = {}
+        stack = [link for link in seeds if link.flows]
+        while stack:
+            for flow in stack.pop().flows:
+                if flow not in comp_flows:
+                    comp_flows[flow] = None
+                    for other in flow.links:
+                        if other not in comp_links:
+                            comp_links[other] = None
+                            stack.append(other)
+
+        if len(comp_flows) == 1:
+            # Alone: the narrowest link sets the rate (the common case of rings and chains).
+            (flow,) = comp_flows
+            w = flow.weight
+            flow._new = best = min([link._total for link in flow.links]) / w
+            used = w * best
+            for link in flow.links:
+                link._rem = link._total - used
+        elif comp_flows:
+            self._fill(comp_links)
+
+        # Saturation accounting.
+        for link in comp_links:
+            if link.flows and link._rem <= _SATURATED * link._total:
+                if link._sat_since is None:
+                    link._sat_since = now
+            elif link._sat_since is not None:
+                link._sat_acc += now - link._sat_since
+                link._sat_since = None
+
+        # Apply new rates; only flows whose rate changed get a new completion event.
+        cancel = engine.cancel
+        at = engine.at
+        complete = self._complete
+        for flow in comp_flows:
+            new = flow._new
+            old = flow.rate
+            if new == old:
+                continue
+            if old > 0.0:
+                remaining = flow.remaining - old * (now - flow._last)
+                flow.remaining = remaining = remaining if remaining > 0.0 else 0.0
+            else:
+                remaining = flow.remaining
+            flow._last = now
+            flow.rate = new
+            if flow._event is not None:
+                cancel(flow._event)
+            flow._event = at(now + remaining / new, complete, flow)
+
+    def _fill(self, comp_links: Iterable[Link]) -> None:
+        """Water-filling: raise all unfrozen rates together; the link with the lowest fair level
+        (capacity left / weight of unfrozen flows) saturates first and freezes its flows."""
+        self._stamp = stamp = self._stamp + 1
+        live = []
+        for link in comp_links:
+            flows = link.flows
+            if flows:
+                link._rem = link._total
+                link._n = len(flows)
+                w = 0.0
+                for flow in flows:
+                    w += flow.weight
+                link._w = w
+                live.append(link)
+        while live:
+            best = inf
+            for link in live:
+                level = link._rem / link._w
+                if level < best:
+                    best = level
+            tie = best * (1.0 + _TIE)
+            for link in [link for link in live if link._rem / link._w <= tie]:
+                for flow in link.flows:
+                    if flow._mark != stamp:
+                        flow._mark = stamp
+                        flow._new = best
+                        w = flow.weight
+                        used = w * best
+                        for other in flow.links:
+                            other._rem -= used
+                            other._w -= w
+                            other._n -= 1
+            live = [link for link in live if link._n > 0]
+
+    def sent(self, flow: Flow) -> float:
+        """Bytes per sub-flow delivered so far (for progress queries mid-flight)."""
+        if flow.end_time == flow.end_time:
+            return flow.size
+        return flow.size - flow.remaining + flow.rate * (self.engine.now - flow._last)
+
+
+def max_min_rates(
+    paths: Sequence[Iterable[int]],
+    capacity: Sequence[float],
+    weight: Sequence[float] | None = None,
+    copies: Sequence[int] | None = None,
+) -> np.ndarray:
+    """Dense numpy max-min fair rates (per sub-flow) for flows given as lists of link indices.
+
+    Same semantics as :class:`Network`; an independent implementation kept as a test oracle and
+    as the vectorised baseline in the benchmark.
+    """
+    n_flows, n_links = len(paths), len(capacity)
+    inc = np.zeros((n_flows, n_links))
+    for i, path in enumerate(paths):
+        inc[i, list(path)] = 1.0
+    w = np.ones(n_flows) if weight is None else np.asarray(weight, dtype=float)
+    rem = np.asarray(capacity, dtype=float) * (
+        1.0 if copies is None else np.asarray(copies, dtype=float)
+    )
+    rate = np.zeros(n_flows)
+    unfrozen = np.ones(n_flows, dtype=bool)
+    while unfrozen.any():
+        load = (w * unfrozen) @ inc
+        used = load > 0
+        level = np.full(n_links, inf)
+        level[used] = rem[used] / load[used]
+        best = level.min()
+        bottleneck = level <= best * (1.0 + _TIE)
+        freeze = unfrozen & (inc[:, bottleneck].sum(axis=1) > 0)
+        rate[freeze] = best
+        rem -= (w * freeze * best) @ inc
+        unfrozen &= ~freeze
+    return rate

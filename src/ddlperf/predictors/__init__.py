@@ -1,0 +1,1 @@
+"""Predictors: ``analytic`` (coarse-grained, closed form / queueing) and ``simulate``."""

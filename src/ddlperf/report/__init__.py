@@ -1,0 +1,1 @@
+"""Rendering of predictions and measurements: tables, JSON, CSV, plots, traces."""

@@ -1,0 +1,57 @@
+"""How workers synchronize: PS or ring all-reduce; BSP, ASP or SSP(s); sharding; overlap."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ddlperf.units import parse_size
+
+# PyTorch DDP's bucket_cap_mb=25 is in MiB.
+DEFAULT_BUCKET_BYTES = 25 * 2**20
+
+Arch = Literal["ps", "allreduce"]
+Sync = Literal["bsp", "asp", "ssp"]
+Sharding = Literal["round_robin", "greedy", "even"]
+
+
+class Strategy(BaseModel):
+    """Synchronization strategy. ``staleness`` is only meaningful (and required) for SSP."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arch: Arch = "ps"
+    sync: Sync = "bsp"
+    staleness: int | None = Field(default=None, description="SSP bound s (iterations ahead)")
+    sharding: Sharding = "round_robin"
+    overlap: bool = Field(default=True, description="overlap communication with computation")
+    bucket_bytes: float = Field(default=DEFAULT_BUCKET_BYTES, description="all-reduce bucket")
+
+    @field_validator("bucket_bytes", mode="before")
+    @classmethod
+    def _bucket(cls, value: Any) -> Any:
+        return parse_size(value, "bucket_size")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Strategy:
+        if self.staleness is not None and self.sync != "ssp":
+            raise ValueError(f"staleness only applies to --sync ssp, not {self.sync}; "
+                             "add --sync ssp or drop --staleness")
+        if self.sync == "ssp":
+            if self.staleness is None:
+                raise ValueError("--sync ssp needs --staleness S (an integer ≥ 0)")
+            if self.staleness < 0:
+                raise ValueError(f"staleness must be ≥ 0, got {self.staleness}")
+        if self.arch == "allreduce" and self.sync != "bsp":
+            raise ValueError(f"ring all-reduce is synchronous; use --sync bsp or --arch ps "
+                             f"(got --sync {self.sync})")
+        return self
+
+    @property
+    def effective_sync(self) -> Sync:
+        """SSP(0) is BSP."""
+        return "bsp" if self.sync == "ssp" and self.staleness == 0 else self.sync
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,133 @@
+"""Bundled model zoo: per-layer FLOPs and bytes of well-known models, turned into Workloads.
+
+Torch-free on purpose (the prediction path never imports torch): the numbers were counted once
+by ``tools/gen_zoo.py`` and ship as ``data/zoo.json``. ``load`` turns them into seconds on a
+catalog device with the roofline of :meth:`ddlperf.hardware.Device.layer_seconds`.
+
+Assumptions (also in the README):
+- backward ≈ 2 × forward: twice the FLOPs (gradients w.r.t. inputs and weights) and twice the
+  memory traffic of the forward pass;
+- the optimizer is SGD with momentum; per parameter byte it reads weight, gradient and momentum
+  and writes weight and momentum — :data:`UPDATE_TRAFFIC` = 5 bytes moved per parameter byte
+  (a fused kernel; it is purely memory bound);
+- in reduced precision (fp16/bf16) activations and parameter/gradient tensors shrink with the
+  element size (gradients are exchanged in the training dtype).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ddlperf.errors import InputError
+from ddlperf.hardware import DTYPE_ALIASES, Device, device_from_spec, suggest
+from ddlperf.workload.model import Layer, Tensor, Workload
+
+ZOO_FORMAT = "ddlperf.zoo/1"
+BACKWARD_FACTOR = 2.0
+UPDATE_TRAFFIC = 5.0
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+DTYPE_NAMES = {"fp32": "float32", "tf32": "tf32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+@cache
+def _data() -> dict[str, Any]:
+    text = resources.files("ddlperf").joinpath("data/zoo.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    if data.get("format") != ZOO_FORMAT:
+        raise RuntimeError(f"bundled zoo.json has format {data.get('format')!r}, not {ZOO_FORMAT}")
+    return data
+
+
+def names() -> list[str]:
+    """Model names in the zoo, sorted."""
+    return sorted(_data()["models"])
+
+
+def _entry(name: str) -> tuple[str, dict[str, Any]]:
+    models = _data()["models"]
+    if name in models:
+        return name, models[name]
+    for key in models:
+        if key.lower() == name.strip().lower():
+            return key, models[key]
+    raise InputError("model", f"unknown model {name!r}", suggest(name, names()))
+
+
+def info(name: str) -> dict[str, Any]:
+    """Summary of one model: source, task, input, default batch, parameters, GFLOPs/sample."""
+    key, entry = _entry(name)
+    layers = entry["layers"]
+    return {
+        "name": key,
+        "source": entry["source"],
+        "task": entry["task"],
+        "input": entry["input"],
+        "default_batch_size": entry["default_batch_size"],
+        "parameters": entry["parameters"],
+        "layers": len(layers),
+        "gflops_per_sample": sum(layer["flops"] for layer in layers) / 1e9,
+        "flop_convention": _data()["flop_convention"],
+    }
+
+
+def versions() -> dict[str, str]:
+    """Library versions the zoo was counted with."""
+    return dict(_data()["versions"])
+
+
+def load(
+    name: str,
+    batch_size: int | None = None,
+    device: str | Device = "V100",
+    dtype: str = "fp32",
+) -> Workload:
+    """The zoo model ``name`` as a Workload on ``device`` (roofline times) at ``batch_size``."""
+    key, entry = _entry(name)
+    batch = entry["default_batch_size"] if batch_size is None else batch_size
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
+        raise InputError("batch_size", f"must be a whole number > 0, got {batch_size!r}")
+    dev = device if isinstance(device, Device) else device_from_spec(device, "device")
+    dev.peak(dtype)  # unknown dtype → InputError
+    canonical = DTYPE_ALIASES[dtype.lower()]
+    scale = ELEMENT_BYTES[canonical] / 4.0  # zoo bytes are float32
+    layers = []
+    for spec in entry["layers"]:
+        tensors = tuple(
+            Tensor(name=t["name"], bytes=max(1, round(t["bytes"] * scale))) for t in spec["tensors"]
+        )
+        flops = float(spec["flops"]) * batch
+        memory = float(spec["memory_bytes"]) * scale * batch + sum(t.bytes for t in tensors)
+        layers.append(
+            Layer(
+                name=spec["name"],
+                type=spec["type"],
+                forward_s=dev.layer_seconds(flops, memory, dtype),
+                backward_s=dev.layer_seconds(
+                    BACKWARD_FACTOR * flops, BACKWARD_FACTOR * memory, dtype
+                ),
+                tensors=tensors,
+                flops=flops,
+                memory_bytes=memory,
+            )
+        )
+    return Workload(
+        name=key,
+        batch_size=batch,
+        layers=tuple(layers),
+        update_s_per_byte=UPDATE_TRAFFIC / (dev.memory_bandwidth * dev.efficiency),
+        device=dev.name,
+        dtype=DTYPE_NAMES[canonical],
+        provenance={
+            "source": "zoo",
+            "model": key,
+            "device": dev.name,
+            "method": "roofline",
+            "input": entry["input"],
+            "backward_factor": BACKWARD_FACTOR,
+            "optimizer": "sgd-momentum",
+            "update_traffic_bytes_per_byte": UPDATE_TRAFFIC,
+        },
+    )

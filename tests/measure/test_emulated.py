@@ -1,0 +1,292 @@
+"""The emulated cluster: shaping accuracy, fairness, byte counts, CPU quotas, clean tear-down.
+
+Root-only tests build real network namespaces; they skip (with the reason) elsewhere.
+Link tests allow ~10% because the 2 CPUs are shared with other work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ddlperf.errors import InputError
+from ddlperf.measure import cgroups, emulated, netns
+from ddlperf.measure.emulated import EmulatedCluster, HostSpec
+from ddlperf.measure.probe import GOODPUT_FACTOR, expected_goodput, probe_flows
+
+MBPS = 1e6
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def _netns_usable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, tc, cgroups)"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "needs iproute2 (ip, tc)"
+    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        return "`ip netns` is not available"
+    return None
+
+
+_SKIP = _netns_usable()
+root = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
+
+
+def leftovers(rid: str) -> list[str]:
+    """Everything of run ``rid`` that still exists anywhere."""
+    found = [ns for ns in netns.list_netns() if emulated.run_id_of_netns(ns) == rid]
+    if (cgroups.CPU_ROOT / f"{emulated.CGROUP_PREFIX}{rid}").exists():
+        found.append("cgroup")
+    if (emulated.STATE_DIR / f"{rid}.json").exists():
+        found.append("state file")
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    found += [line for line in links.splitlines() if rid in line]
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster3():
+    hosts = [
+        HostSpec("a", 100 * MBPS, 100 * MBPS),
+        HostSpec("b", 150 * MBPS, 150 * MBPS, cpu_quota=0.25),
+        HostSpec("c", 200 * MBPS, 120 * MBPS),
+    ]
+    with EmulatedCluster(hosts) as cluster:
+        yield cluster
+    assert leftovers(cluster.run_id) == []
+
+
+# ----------------------------------------------------------------- no root needed
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: [HostSpec("a", -1.0, 100 * MBPS)],
+        lambda: [HostSpec("a", 100 * MBPS, float("nan"))],
+        lambda: [HostSpec("a", 100 * MBPS, 100 * MBPS), HostSpec("a", MBPS, MBPS)],
+        lambda: [],
+        lambda: [HostSpec("a", MBPS, MBPS, cpu_quota=0.0)],
+        lambda: [HostSpec("bad name!", MBPS, MBPS)],
+    ],
+    ids=["negative-rate", "nan-rate", "duplicate-name", "empty", "zero-quota", "bad-name"],
+)
+def test_invalid_specs_raise_input_error(make):
+    with pytest.raises(InputError):
+        EmulatedCluster(make())
+
+
+def test_invalid_buffer_and_run_id_raise_input_error():
+    hosts = [HostSpec("a", MBPS, MBPS)]
+    with pytest.raises(InputError):
+        EmulatedCluster(hosts, buffer_s=0)
+    with pytest.raises(InputError):
+        EmulatedCluster(hosts, run_id="Bad-ID")
+
+
+def test_names_and_addresses_stay_in_benchmark_range():
+    hosts = [HostSpec(f"worker{i}", MBPS, MBPS) for i in range(120)]
+    cluster = EmulatedCluster(hosts, run_id="abc123")
+    for h in hosts:
+        assert cluster.ip(h.name).startswith("198.18.")
+        assert len(cluster.port(h.name)) <= 15
+        assert cluster.namespace(h.name) == f"ddlp-abc123-{h.name}"
+    assert len({cluster.ip(h.name) for h in hosts}) == len(hosts)
+    with pytest.raises(InputError):
+        cluster.ip("nobody")
+
+
+# ------------------------------------------------------------------- root tests
+
+
+@root
+@pytest.mark.root
+@pytest.mark.parametrize("src,dst", [("a", "b"), ("c", "b"), ("b", "c")])
+def test_single_flow_goodput_matches_line_rate(cluster3, src, dst):
+    [flow] = probe_flows(cluster3, [(src, dst)], seconds=1.0)
+    expected = expected_goodput(cluster3, src, dst)
+    assert flow.goodput_bps == pytest.approx(expected, rel=0.10), (flow, expected)
+
+
+@root
+@pytest.mark.root
+def test_two_senders_share_a_downlink_fairly(cluster3):
+    flows = probe_flows(cluster3, [("a", "c"), ("b", "c")], seconds=1.5)
+    rates = [f.goodput_bps for f in flows]
+    downlink = GOODPUT_FACTOR * 120 * MBPS
+    assert min(rates) / max(rates) > 0.8, rates
+    assert sum(rates) == pytest.approx(downlink, rel=0.10), rates
+
+
+@root
+@pytest.mark.root
+def test_downlink_is_shared_per_sender_host_not_per_flow(cluster3):
+    # Two flows from a and one from b: each sending host still gets half of c's downlink.
+    flows = probe_flows(cluster3, [("a", "c"), ("a", "c"), ("b", "c")], seconds=1.5)
+    from_a = flows[0].goodput_bps + flows[1].goodput_bps
+    from_b = flows[2].goodput_bps
+    assert min(from_a, from_b) / max(from_a, from_b) > 0.8, (from_a, from_b)
+
+
+@root
+@pytest.mark.root
+def test_bridge_port_bytes_match_probe_payload(cluster3):
+    before = cluster3.port_bytes()
+    [flow] = probe_flows(cluster3, [("a", "b")], seconds=0.5)
+    after = cluster3.port_bytes()
+    delta = {h: {k: after[h][k] - before[h][k] for k in after[h]} for h in after}
+    payload = flow.received_bytes
+    assert flow.sent_bytes == payload > 1_000_000
+    # Ports count skb lengths: payload plus headers (once per GSO packet, at most 4.6% more).
+    for port_count in (delta["b"]["downlink_bytes"], delta["a"]["uplink_bytes"]):
+        assert payload <= port_count <= payload / GOODPUT_FACTOR * 1.01 + 10_000, delta
+    assert delta["b"]["uplink_bytes"] < 0.05 * payload  # only ACKs flow back
+    assert delta["c"]["downlink_bytes"] < 10_000  # a bystander sees at most ARP
+
+
+@root
+@pytest.mark.root
+def test_commands_run_inside_the_host_namespace_and_cgroup(cluster3):
+    code = textwrap.dedent(
+        """
+        import socket, sys
+        socket.socket().bind((sys.argv[1], 0))  # only possible where that address lives
+        print(open("/proc/self/cgroup").read())
+        """
+    )
+    for host in ("a", "b"):
+        argv = cluster3.command(host, [sys.executable, "-c", code, cluster3.ip(host)])
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout
+        in_group = f"ddlperf-{cluster3.run_id}/{host}" in out
+        assert in_group == (host == "b"), out
+    other = cluster3.command("a", [sys.executable, "-c", code, cluster3.ip("c")])
+    assert subprocess.run(other, capture_output=True, timeout=30).returncode != 0
+
+
+@root
+@pytest.mark.root
+def test_cpu_quota_slows_a_cpu_bound_loop(cluster3):
+    code = textwrap.dedent(
+        """
+        import time
+        t = time.perf_counter()
+        x = 0
+        for i in range(1_500_000):
+            x += i * i
+        print(time.perf_counter() - t)
+        """
+    )
+
+    def wall(host: str) -> float:
+        argv = cluster3.command(host, [sys.executable, "-c", code])
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+        return float(out.stdout)
+
+    free, limited = wall("a"), wall("b")  # b has a quota of 0.25 core
+    assert limited > 1.5 * free, (free, limited)
+
+
+@root
+@pytest.mark.root
+def test_teardown_removes_everything_and_kills_processes():
+    hosts = [HostSpec("x", 50 * MBPS, 50 * MBPS, cpu_quota=0.5), HostSpec("y", MBPS, MBPS)]
+    with EmulatedCluster(hosts) as cluster:
+        rid = cluster.run_id
+        sleepers = [cluster.popen(h, ["sleep", "60"]) for h in ("x", "y")]
+        time.sleep(0.1)
+        assert len(leftovers(rid)) >= 3
+    assert leftovers(rid) == []
+    for proc in sleepers:
+        assert proc.wait(timeout=5) != 0
+    cluster.teardown()  # idempotent: everything is already gone
+
+
+@root
+@pytest.mark.root
+def test_teardown_after_an_exception_inside_the_context():
+    hosts = [HostSpec("x", MBPS, MBPS, cpu_quota=0.5), HostSpec("y", MBPS, MBPS)]
+    rid = None
+    with pytest.raises(ZeroDivisionError), EmulatedCluster(hosts) as cluster:
+        rid = cluster.run_id
+        _ = 1 / 0
+    assert rid is not None and leftovers(rid) == []
+
+
+_SIGNAL_SCRIPT = """
+import time
+from ddlperf.measure.emulated import EmulatedCluster, HostSpec
+with EmulatedCluster([HostSpec("x", 1e6, 1e6, cpu_quota=0.5), HostSpec("y", 1e6, 1e6)]) as c:
+    print(c.run_id, flush=True)
+    c.popen("x", ["sleep", "60"])
+    time.sleep(60)
+"""
+
+
+@root
+@pytest.mark.root
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_inside_the_context_tears_down(sig):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", _SIGNAL_SCRIPT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    rid = proc.stdout.readline().strip()
+    assert rid, proc.stderr.read()
+    time.sleep(0.2)
+    assert leftovers(rid)
+    proc.send_signal(sig)
+    proc.wait(timeout=20)
+    assert proc.returncode != 0
+    assert leftovers(rid) == []
+
+
+@root
+@pytest.mark.root
+def test_cli_up_status_down_and_orphan_cleanup():
+    import typer
+    from typer.testing import CliRunner
+
+    from ddlperf.cli.cluster import cluster_app
+
+    app = typer.Typer()
+    app.add_typer(cluster_app)
+    runner = CliRunner()
+
+    bad = runner.invoke(app, ["cluster", "up", "--host", "w0=-5Mbps"])
+    assert bad.exit_code == 2 and "error:" in bad.output
+
+    result = runner.invoke(app, ["cluster", "up", "--host", "w0=100Mbps/50Mbps,cpu=0.5",
+                                 "--host", "w1", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    kept = json.loads(result.output)["run_id"]
+
+    # An orphan: a temporary cluster whose owner died without tearing down.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", _SIGNAL_SCRIPT], stdout=subprocess.PIPE,
+                            text=True, env=env)  # fmt: skip
+    orphan = proc.stdout.readline().strip()
+    proc.kill()
+    proc.wait()
+    try:
+        status = runner.invoke(app, ["cluster", "status", "--json"])
+        assert status.exit_code == 0, status.output
+        data = json.loads(status.output)
+        assert {c["run_id"]: c["state"] for c in data["clusters"]}[kept] == "up"
+        assert orphan in data["orphans"]
+        assert EmulatedCluster.from_state(emulated.STATE_DIR / f"{kept}.json").alive()
+
+        down = runner.invoke(app, ["cluster", "down", kept])
+        assert down.exit_code == 0, down.output
+        assert f"removed {orphan} (orphan)" in down.output
+    finally:
+        emulated.remove_run(kept)
+        emulated.remove_run(orphan)
+    assert leftovers(kept) == [] and leftovers(orphan) == []
