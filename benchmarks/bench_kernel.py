@@ -9,8 +9,10 @@ import random
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from ddlperf.predict.simulate.engine import Engine
-from ddlperf.predict.simulate.network import Network, max_min_rates
+from ddlperf.predict.simulate.network import Network, max_min_dense
 
 GBIT = 1e9 / 8  # bytes/s
 
@@ -72,7 +74,7 @@ def bench_engine(n: int = 100_000) -> None:
     )
 
 
-# -- network ----------------------------------------------------------------------------------------
+# -- network ---------------------------------------------------------------------------------------
 
 
 def sequential_senders(
@@ -119,107 +121,120 @@ def bench_network() -> None:
     )
 
 
-def snapshot(n_senders: int, n_receivers: int, seed: int = 0) -> tuple[Network, list[list[int]]]:
+def snapshot(n_senders: int, n_receivers: int, seed: int = 0) -> Network:
     """A network with one active flow per sender to a random receiver (after allocation)."""
     rng = random.Random(seed)
     eng = Engine()
     net = Network(eng)
     senders = [net.add_nic(f"w{i}", up=10 * GBIT) for i in range(n_senders)]
     receivers = [net.add_nic(f"ps{k}", up=10 * GBIT) for k in range(n_receivers)]
-    paths = []
     for i in range(n_senders):
         dst = receivers[rng.randrange(n_receivers)]
-        link_path = (senders[i].up, dst.down)
-        net.start(1e12, link_path, weight=rng.choice([1.0, 2.0]))
-        paths.append([link.index for link in link_path])
+        net.start(1e12, (senders[i].up, dst.down), weight=rng.choice([1.0, 2.0]))
     eng.run(until=1e-9)
-    return net, paths
+    return net
 
 
 def bench_allocation() -> None:
-    """One full reallocation: pure-Python component filling vs the dense numpy version."""
-    for n_senders, n_receivers in [(16, 1), (64, 4), (512, 8)]:
-        net, paths = snapshot(n_senders, n_receivers)
-        caps = [link.capacity for link in net.links]
+    """One reallocation of a whole network: pure-Python component filling vs dense numpy.
+
+    The numpy side gets its incidence matrix prebuilt (as if maintained incrementally), so this
+    is its best case.
+    """
+    for n_senders, n_receivers in [(4, 1), (16, 1), (64, 4), (512, 8)]:
+        net = snapshot(n_senders, n_receivers)
+        flows = [f for link in net.links for f in link.flows if link.name.endswith(".up")]
+        incidence = np.zeros((len(flows), len(net.links)))
+        for i, f in enumerate(flows):
+            incidence[i, [link.index for link in f.links]] = 1.0
+        total = np.array([link.capacity * link.copies for link in net.links])
+        weight = np.array([f.weight for f in flows])
+        rates = np.array([f.rate for f in flows])
+        assert np.allclose(max_min_dense(incidence, total, weight), rates, rtol=1e-9)
 
         def python_alloc(net: Network = net) -> None:
             net._dirty = dict.fromkeys(net.links)
             net._reallocate()
 
-        def numpy_alloc(paths: list[list[int]] = paths, caps: list[float] = caps) -> None:
-            max_min_rates(paths, caps)
+        def numpy_alloc(
+            a: np.ndarray = incidence, b: np.ndarray = total, c: np.ndarray = weight
+        ) -> None:
+            max_min_dense(a, b, c)
 
-        reps = 200
-        t_py = best_of(lambda f=python_alloc: [f() for _ in range(reps)]) / reps
-        t_np = best_of(lambda f=numpy_alloc: [f() for _ in range(reps)]) / reps
+        reps = max(20, 4000 // n_senders)
+        t_py = best_of(lambda f=python_alloc, r=reps: [f() for _ in range(r)]) / reps
+        t_np = best_of(lambda f=numpy_alloc, r=reps: [f() for _ in range(r)]) / reps
         print(
-            f"realloc : {n_senders:4d} flows / {len(caps):4d} links, whole network:"
-            f" python {t_py * 1e6:8.1f} us   numpy (dense, from paths) {t_np * 1e6:8.1f} us"
+            f"realloc : {n_senders:4d} flows / {len(total):4d} links, all recomputed:"
+            f" python {t_py * 1e6:7.1f} us   numpy dense {t_np * 1e6:7.1f} us"
         )
 
 
-def ring(n_workers: int, iterations: int, symmetric: bool, bucket: float = 25e6) -> float:
-    """Ring all-reduce of one bucket per iteration: 2(N-1) steps of bucket/N bytes per worker."""
+def ring_symmetric(n_workers: int, iterations: int, bucket: float = 25e6) -> int:
+    """Ring all-reduce of one bucket per iteration, 2(N-1) steps, each one flow of weight N."""
     eng = Engine()
     net = Network(eng)
-    steps = 2 * (n_workers - 1) * iterations
+    nic = net.add_nic("worker", up=10 * GBIT, copies=n_workers)
     chunk = bucket / n_workers
-    if symmetric:
-        nic = net.add_nic("worker", up=10 * GBIT, copies=n_workers)
 
-        def step_sym(left: int) -> None:
-            if left:
-                net.start(chunk, (nic.up, nic.down), latency=20e-6, weight=n_workers,
-                          on_complete=lambda _f: step_sym(left - 1))
+    def step(left: int) -> None:
+        if left:
+            net.start(
+                chunk,
+                (nic.up, nic.down),
+                latency=20e-6,
+                weight=n_workers,
+                on_complete=lambda _f: step(left - 1),
+            )
 
-        step_sym(steps)
-    else:
-        nics = [net.add_nic(f"w{i}", up=10 * GBIT) for i in range(n_workers)]
-        pending = [0]
-
-        def step_all(left: int) -> None:
-            if not left:
-                return
-            pending[0] = n_workers
-
-            def one_done(_f: object) -> None:
-                pending[0] -= 1
-                if not pending[0]:
-                    step_all(left - 1)
-
-            for i in range(n_workers):
-                net.start(chunk, (nics[i].up, nics[(i + 1) % n_workers].down),
-                          latency=20e-6, on_complete=one_done)
-
-        step_all(steps)
+    step(2 * (n_workers - 1) * iterations)
     eng.run()
-    return eng.now
+    return net.flows_completed
+
+
+def ring_per_worker(n_workers: int, steps: int, bucket: float = 25e6) -> int:
+    """The same ring with one flow per worker and step (no symmetry): N x more flows."""
+    eng = Engine()
+    net = Network(eng)
+    nics = [net.add_nic(f"w{i}", up=10 * GBIT) for i in range(n_workers)]
+    chunk = bucket / n_workers
+    pending = [0]
+
+    def step(left: int) -> None:
+        if left:
+            pending[0] = n_workers
+            for i in range(n_workers):
+                net.start(
+                    chunk,
+                    (nics[i].up, nics[(i + 1) % n_workers].down),
+                    latency=20e-6,
+                    on_complete=lambda _f: done(left),
+                )
+
+    def done(left: int) -> None:
+        pending[0] -= 1
+        if not pending[0]:
+            step(left - 1)
+
+    step(steps)
+    eng.run()
+    return net.flows_completed
 
 
 def bench_ring() -> None:
     n, it = 1024, 10
-    wall = best_of(lambda: ring(n, it, symmetric=True))
-    flows = 2 * (n - 1) * it
-    print(f"ring    : {n} workers x {it} iterations, symmetric (1 weighted flow per step):"
-          f" {flows} flows in {wall * 1e3:6.1f} ms")
-    n_small, it_small = 1024, 1
-    steps = 8
-    eng_flows = n_small * steps
-
-    def few_steps() -> None:
-        # only a few steps of the per-worker version: it is N times more flows
-        eng = Engine()
-        net = Network(eng)
-        nics = [net.add_nic(f"w{i}", up=10 * GBIT) for i in range(n_small)]
-        for _ in range(steps):
-            for i in range(n_small):
-                net.start(25e6 / n_small, (nics[i].up, nics[(i + 1) % n_small].down))
-            eng.run()
-
-    wall = best_of(few_steps)
-    print(f"ring    : {n_small} workers, per-worker flows, {steps} steps: {eng_flows} flows in"
-          f" {wall * 1e3:6.1f} ms = {eng_flows / wall / 1e3:5.1f} k flows/s")
-    del it_small
+    flows = [0]
+    wall = best_of(lambda: flows.__setitem__(0, ring_symmetric(n, it)))
+    print(
+        f"ring    : {n} workers x {it} iterations x 1 bucket, one weighted flow per step:"
+        f" {flows[0]} flows in {wall * 1e3:6.1f} ms = {flows[0] / wall / 1e3:5.1f} k flows/s"
+    )
+    steps = 16
+    wall = best_of(lambda: flows.__setitem__(0, ring_per_worker(n, steps)))
+    print(
+        f"ring    : {n} workers, one flow per worker, {steps} steps:"
+        f" {flows[0]} flows in {wall * 1e3:6.1f} ms = {flows[0] / wall / 1e3:5.1f} k flows/s"
+    )
 
 
 def main() -> None:

@@ -16,6 +16,26 @@ from ddlperf.scenario import resolve
 from ddlperf.strategy import Strategy
 from ddlperf.workload import Workload, load_workload
 
+# Field → CLI flag, so errors about values that came from flags name the flag.
+FLAGS = {
+    "bucket_bytes": "--bucket-size", "staleness": "--staleness", "sync": "--sync",
+    "arch": "--arch", "sharding": "--sharding", "bandwidth": "--bandwidth",
+    "latency": "--latency", "goodput": "--goodput", "device": "--device",
+    "placement": "--placement", "count": "--workers",
+}
+
+
+def _as_flag(exc: InputError, prefix: str) -> InputError:
+    """Rename ``strategy.bucket_bytes`` to ``--bucket-size`` when the value came from a flag."""
+    if not exc.field.startswith(prefix):
+        return exc
+    last = exc.field.split(".")[-1].split("[")[0]
+    if last == "count" and ".ps" in exc.field:
+        return InputError("--ps", exc.problem, exc.fix)
+    flag = FLAGS.get(last)
+    return exc if flag is None else InputError(flag, exc.problem, exc.fix)
+
+
 # The built-in default scenario (``ddlperf predict`` with no arguments).
 DEFAULTS: dict[str, Any] = {
     "model": "resnet50",
@@ -105,7 +125,10 @@ def make_cluster(
             data[key] = value
     data.setdefault("bandwidth", DEFAULTS["bandwidth"])
     data.setdefault("latency", DEFAULTS["latency"])
-    return Cluster.from_dict(data, field="cluster")
+    try:
+        return Cluster.from_dict(data, field="cluster")
+    except InputError as exc:
+        raise (exc if config is not None else _as_flag(exc, "cluster")) from None
 
 
 def make_strategy(
@@ -124,7 +147,10 @@ def make_strategy(
         data["bucket_bytes"] = bucket_size
     from ddlperf.validation import validate
 
-    return validate(Strategy, data, prefix="strategy")
+    try:
+        return validate(Strategy, data, prefix="strategy")
+    except InputError as exc:
+        raise _as_flag(exc, "strategy") from None
 
 
 def predict(

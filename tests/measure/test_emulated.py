@@ -236,8 +236,13 @@ with EmulatedCluster([HostSpec("x", 1e6, 1e6, cpu_quota=0.5), HostSpec("y", 1e6,
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_inside_the_context_tears_down(sig):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-c", _SIGNAL_SCRIPT], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SIGNAL_SCRIPT],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     rid = proc.stdout.readline().strip()
     assert rid, proc.stderr.read()
     time.sleep(0.2)
@@ -263,15 +268,17 @@ def test_cli_up_status_down_and_orphan_cleanup():
     bad = runner.invoke(app, ["cluster", "up", "--host", "w0=-5Mbps"])
     assert bad.exit_code == 2 and "error:" in bad.output
 
-    result = runner.invoke(app, ["cluster", "up", "--host", "w0=100Mbps/50Mbps,cpu=0.5",
-                                 "--host", "w1", "--json"])  # fmt: skip
+    result = runner.invoke(
+        app, ["cluster", "up", "--host", "w0=100Mbps/50Mbps,cpu=0.5", "--host", "w1", "--json"]
+    )
     assert result.exit_code == 0, result.output
     kept = json.loads(result.output)["run_id"]
 
     # An orphan: a temporary cluster whose owner died without tearing down.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-c", _SIGNAL_SCRIPT], stdout=subprocess.PIPE,
-                            text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SIGNAL_SCRIPT], stdout=subprocess.PIPE, text=True, env=env
+    )
     orphan = proc.stdout.readline().strip()
     proc.kill()
     proc.wait()

@@ -30,10 +30,16 @@ def models(
                 "source"):
         table.add_column(col, justify="right" if col in ("parameters", "layers") else "left")
     for info in rows:
-        table.add_row(info["name"], f"{info['parameters']:,}", format_size(info["parameter_bytes"]),
-                      format_flops(info["flops_per_sample"]), str(info["layers"]),
-                      str(info["input"]), info["source"])
+        table.add_row(info["name"], f"{info['parameters']:,}", format_size(4 * info["parameters"]),
+                      format_flops(info["gflops_per_sample"] * 1e9), str(info["layers"]),
+                      _input_text(info["input"]), info["source"])
     console.print(table)
+
+
+def _input_text(spec: dict[str, object]) -> str:
+    if "shape" in spec:
+        return "×".join(str(d) for d in spec["shape"])  # type: ignore[union-attr]
+    return ", ".join(f"{k} {v}" for k, v in spec.items())
 
 
 @app.command()

@@ -33,8 +33,9 @@ def _rates(text: str, field: str) -> tuple[float, float]:
     return uplink, parse_bandwidth(down, field) if sep else uplink
 
 
-def parse_host(text: str, default_rates: tuple[float, float], default_quota: float | None
-               ) -> HostSpec:  # fmt: skip
+def parse_host(
+    text: str, default_rates: tuple[float, float], default_quota: float | None
+) -> HostSpec:
     """``NAME[=UP[/DOWN]][,cpu=QUOTA]``, e.g. ``w0=100Mbps/50Mbps,cpu=0.5``."""
     spec, *options = text.split(",")
     name, sep, rates = spec.partition("=")
@@ -127,8 +128,9 @@ def _describe(rid: str, cluster: EmulatedCluster | None) -> dict[str, object]:
         "state": "up" if alive else "partly gone",
         "owner": owner,
         "hosts": len(cluster.hosts),
-        "created": None if created is None else datetime.datetime.fromtimestamp(created)
-        .isoformat(timespec="seconds"),
+        "created": None
+        if created is None
+        else datetime.datetime.fromtimestamp(created).isoformat(timespec="seconds"),
         "namespaces_ok": alive,
     }
 
@@ -150,16 +152,19 @@ def status(
     else:
         table = Table("run id", "state", "owner", "hosts", "created")
         for row in rows:
-            table.add_row(*(str(row.get(k, "")) for k in ("run_id", "state", "owner", "hosts",
-                                                          "created")))  # fmt: skip
+            table.add_row(
+                *(str(row.get(k, "")) for k in ("run_id", "state", "owner", "hosts", "created"))
+            )
         console.print(table)
         for rid, cluster in states.items():
             if cluster is not None:
                 console.print(f"[bold]{rid}[/bold]")
                 console.print(_host_table(cluster))
     if orphans:
-        console.print(f"orphaned runs (clean with `ddlperf cluster down --all`): "
-                      f"{', '.join(orphans)}", highlight=False)  # fmt: skip
+        console.print(
+            f"orphaned runs (clean with `ddlperf cluster down --all`): {', '.join(orphans)}",
+            highlight=False,
+        )
 
 
 @cluster_app.command("down")
@@ -182,8 +187,10 @@ def down(
     if all_:
         for rid, cluster in states.items():
             if cluster is not None and not cluster.keep and rid not in orphans:
-                console.print(f"skipping {rid}: a temporary cluster of live pid "
-                              f"{cluster.owner_pid}", highlight=False)  # fmt: skip
+                console.print(
+                    f"skipping {rid}: a temporary cluster of live pid {cluster.owner_pid}",
+                    highlight=False,
+                )
             else:
                 targets.add(rid)
     for rid in sorted(targets):

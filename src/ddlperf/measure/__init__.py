@@ -1,0 +1,1 @@
+"""Ground truth: an emulated cluster on one machine (namespaces, HTB links, CPU quotas)."""

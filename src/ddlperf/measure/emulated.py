@@ -132,9 +132,10 @@ def require_root() -> None:
     """Namespaces, tc and cgroups all need root; say so in one line."""
     if os.geteuid() != 0:
         raise InputError(
-            "cluster", "an emulated cluster needs root (network namespaces, tc, cgroups)",
+            "cluster",
+            "an emulated cluster needs root (network namespaces, tc, cgroups)",
             "run as root, e.g. with sudo",
-        )  # fmt: skip
+        )
 
 
 class EmulatedCluster:
@@ -246,8 +247,11 @@ class EmulatedCluster:
         for host in self.hosts:
             link = stats.get(self.port(host.name))
             if link is None:
-                raise CommandError(["ip", "-n", self.switch_namespace, "link"], 1,
-                                   f"port {self.port(host.name)} is missing")  # fmt: skip
+                raise CommandError(
+                    ["ip", "-n", self.switch_namespace, "link"],
+                    1,
+                    f"port {self.port(host.name)} is missing",
+                )
             result[host.name] = {
                 "downlink_bytes": int(link["tx"]["bytes"]),
                 "uplink_bytes": int(link["rx"]["bytes"]),
@@ -305,11 +309,15 @@ class EmulatedCluster:
             try:
                 subprocess.run([tool, "-V"], capture_output=True, check=False, timeout=10)
             except FileNotFoundError:
-                raise InputError("cluster", f"'{tool}' is not installed",
-                                 "install iproute2 and util-linux") from None  # fmt: skip
+                raise InputError(
+                    "cluster", f"'{tool}' is not installed", "install iproute2 and util-linux"
+                ) from None
         if any(h.cpu_quota is not None for h in self.hosts) and not cgroups.available():
-            raise InputError("cpu_quota", f"cgroup v1 cpu controller not found at "
-                             f"{cgroups.CPU_ROOT}", "drop the CPU quotas")  # fmt: skip
+            raise InputError(
+                "cpu_quota",
+                f"cgroup v1 cpu controller not found at {cgroups.CPU_ROOT}",
+                "drop the CPU quotas",
+            )
 
     def _create(self) -> None:
         sw = self.switch_namespace
@@ -321,15 +329,14 @@ class EmulatedCluster:
         for host in self.hosts:
             ns, port = self.namespace(host.name), self.port(host.name)
             netns.add(ns)
-            netns.sysctl(ns, "net.ipv6.conf.all.disable_ipv6=1",
-                         "net.ipv6.conf.default.disable_ipv6=1")  # fmt: skip
-            netns.ip(sw, "link", "add", port, "type", "veth", "peer", "name", HOST_DEV,
-                     "netns", ns)  # fmt: skip
+            netns.sysctl(
+                ns, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"
+            )
+            netns.ip(sw, "link", "add", port, "type", "veth", "peer", "name", HOST_DEV, "netns", ns)
             netns.ip(sw, "link", "set", port, "master", BRIDGE)
             netns.ip(sw, "link", "set", port, "up")
             netns.ip(ns, "link", "set", "lo", "up")
-            netns.ip(ns, "addr", "add", f"{self.ip(host.name)}/{SUBNET.prefixlen}",
-                     "dev", HOST_DEV)  # fmt: skip
+            netns.ip(ns, "addr", "add", f"{self.ip(host.name)}/{SUBNET.prefixlen}", "dev", HOST_DEV)
             netns.ip(ns, "link", "set", HOST_DEV, "up")
             shaping.shape_egress(ns, HOST_DEV, host.uplink_bps, self.buffer_s)
             senders = [self.ip(other.name) for other in self.hosts if other is not host]
@@ -355,6 +362,7 @@ class EmulatedCluster:
             self._torn_down = True
             with contextlib.suppress(Exception):
                 atexit.unregister(self.teardown)
+        self._restore_signals()  # a torn-down cluster has nothing left to guard
         for problem in problems:
             warnings.warn(f"ddlperf cluster {self.run_id} tear-down: {problem}", stacklevel=2)
 
@@ -425,6 +433,8 @@ class EmulatedCluster:
             self._prev_handlers[sig] = signal.signal(sig, self._on_signal)
 
     def _restore_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread installs (and may restore) handlers
         for sig, handler in self._prev_handlers.items():
             signal.signal(sig, handler)
         self._prev_handlers = {}

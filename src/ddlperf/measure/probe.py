@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,13 +99,22 @@ def probe_flows(
             raise InputError("flows", f"{src} -> {dst} does not cross the network")
         cluster.ip(src), cluster.ip(dst)  # unknown names raise InputError
     warm = min(0.2, seconds / 4) if warmup_s is None else warmup_s
+    if not 0 <= warm < seconds:
+        raise InputError("warmup_s", f"must be in [0, {seconds}) s, got {warm}")
     timeout = seconds + 30.0
     procs: list[subprocess.Popen] = []
     try:
         receivers = []
         for _, dst in flows:
-            argv = [sys.executable, "-c", _RECEIVER, cluster.ip(dst), str(seconds), str(warm),
-                    str(timeout)]  # fmt: skip
+            argv = [
+                sys.executable,
+                "-c",
+                _RECEIVER,
+                cluster.ip(dst),
+                str(seconds),
+                str(warm),
+                str(timeout),
+            ]
             receivers.append(_spawn(cluster, dst, argv, procs, stdin=subprocess.PIPE))
         ports = [int(_read_line(p, timeout, "receiver")) for p in receivers]
         # One common start instant, far enough ahead for the senders to start and connect.
@@ -115,8 +125,16 @@ def probe_flows(
             proc.stdin.close()
         senders = []
         for (src, dst), port in zip(flows, ports, strict=True):
-            argv = [sys.executable, "-c", _SENDER, cluster.ip(dst), str(port), repr(start),
-                    str(seconds), str(timeout)]  # fmt: skip
+            argv = [
+                sys.executable,
+                "-c",
+                _SENDER,
+                cluster.ip(dst),
+                str(port),
+                repr(start),
+                str(seconds),
+                str(timeout),
+            ]
             senders.append(_spawn(cluster, src, argv, procs))
         sent = [json.loads(_read_line(p, timeout, "sender")) for p in senders]
         received = [json.loads(_read_line(p, timeout, "receiver")) for p in receivers]
@@ -128,13 +146,19 @@ def probe_flows(
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream and not stream.closed:
                     stream.close()
-    return [_result(src, dst, s, r, start, seconds, warm)
-            for (src, dst), s, r in zip(flows, sent, received, strict=True)]  # fmt: skip
+    late = max(float(s["late_s"]) for s in sent)
+    if late > warm / 2:
+        warnings.warn(
+            f"a probe sender started {late:.2f} s late (CPU busy?); goodput is underestimated",
+            stacklevel=2,
+        )
+    return [
+        _result(src, dst, s, r, seconds, warm)
+        for (src, dst), s, r in zip(flows, sent, received, strict=True)
+    ]
 
 
-def probe_bandwidth(
-    cluster: EmulatedCluster, src: str, dst: str, seconds: float = 1.0
-) -> float:
+def probe_bandwidth(cluster: EmulatedCluster, src: str, dst: str, seconds: float = 1.0) -> float:
     """Goodput in bit/s of one TCP stream ``src`` -> ``dst``.
 
     Expect about ``GOODPUT_FACTOR`` (0.956) x min(src uplink, dst downlink).
@@ -179,14 +203,23 @@ def _index(cluster: EmulatedCluster, name: str) -> int:
 
 
 def _result(
-    src: str, dst: str, sent: dict[str, Any], got: dict[str, Any], start: float, seconds: float,
+    src: str,
+    dst: str,
+    sent: dict[str, Any],
+    got: dict[str, Any],
+    seconds: float,
     warm: float,
 ) -> FlowResult:
     return FlowResult(
-        src=src, dst=dst, sent_bytes=int(sent["sent"]), received_bytes=int(got["bytes"]),
-        window_bytes=int(got["window_bytes"]), window_s=seconds - warm,
-        goodput_bps=8.0 * got["window_bytes"] / (seconds - warm), late_s=float(sent["late_s"]),
-    )  # fmt: skip
+        src=src,
+        dst=dst,
+        sent_bytes=int(sent["sent"]),
+        received_bytes=int(got["bytes"]),
+        window_bytes=int(got["window_bytes"]),
+        window_s=seconds - warm,
+        goodput_bps=8.0 * got["window_bytes"] / (seconds - warm),
+        late_s=float(sent["late_s"]),
+    )
 
 
 def _spawn(
@@ -197,8 +230,15 @@ def _spawn(
     stdin: int | None = subprocess.DEVNULL,
 ) -> subprocess.Popen:
     # Outside the host's CPU cgroup: a probe measures the link, not the host's CPU share.
-    proc = cluster.popen(host, argv, in_cgroup=False, stdin=stdin, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = cluster.popen(
+        host,
+        argv,
+        in_cgroup=False,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     procs.append(proc)
     return proc
 

@@ -26,13 +26,41 @@ def _bits(rate_bps: float) -> str:
 
 
 def _class(ns: str, dev: str, parent: str, classid: str, rate: float, ceil: float) -> None:
-    tc(ns, "class", "add", "dev", dev, "parent", parent, "classid", classid, "htb",
-       "rate", _bits(rate), "ceil", _bits(ceil), "quantum", str(QUANTUM))  # fmt: skip
+    tc(
+        ns,
+        "class",
+        "add",
+        "dev",
+        dev,
+        "parent",
+        parent,
+        "classid",
+        classid,
+        "htb",
+        "rate",
+        _bits(rate),
+        "ceil",
+        _bits(ceil),
+        "quantum",
+        str(QUANTUM),
+    )
 
 
 def _leaf(ns: str, dev: str, parent: str, handle: str, limit: int) -> None:
-    tc(ns, "qdisc", "add", "dev", dev, "parent", parent, "handle", handle,
-       "bfifo", "limit", str(limit))  # fmt: skip
+    tc(
+        ns,
+        "qdisc",
+        "add",
+        "dev",
+        dev,
+        "parent",
+        parent,
+        "handle",
+        handle,
+        "bfifo",
+        "limit",
+        str(limit),
+    )
 
 
 def shape_egress(ns: str, dev: str, rate_bps: float, buffer_s: float) -> None:
@@ -58,5 +86,23 @@ def shape_ingress(
         minor = f"{0x100 + index:x}"
         _class(ns, dev, "1:1", f"1:{minor}", share, rate_bps)
         _leaf(ns, dev, f"1:{minor}", f"{minor}:", buffer_bytes(rate_bps, buffer_s))
-        tc(ns, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-           "u32", "match", "ip", "src", f"{src}/32", "flowid", f"1:{minor}")  # fmt: skip
+        tc(
+            ns,
+            "filter",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            "1:",
+            "protocol",
+            "ip",
+            "prio",
+            "1",
+            "u32",
+            "match",
+            "ip",
+            "src",
+            f"{src}/32",
+            "flowid",
+            f"1:{minor}",
+        )

@@ -57,9 +57,10 @@ def _entry(name: str) -> tuple[str, dict[str, Any]]:
 
 
 def info(name: str) -> dict[str, Any]:
-    """Summary of one model: source, task, input, default batch, parameters, GFLOPs/sample."""
+    """Summary of one model: source, task, input, default batch, parameters, FLOPs/sample."""
     key, entry = _entry(name)
     layers = entry["layers"]
+    flops = sum(layer["flops"] for layer in layers)
     return {
         "name": key,
         "source": entry["source"],
@@ -67,8 +68,10 @@ def info(name: str) -> dict[str, Any]:
         "input": entry["input"],
         "default_batch_size": entry["default_batch_size"],
         "parameters": entry["parameters"],
+        "parameter_bytes": sum(t["bytes"] for layer in layers for t in layer["tensors"]),
         "layers": len(layers),
-        "gflops_per_sample": sum(layer["flops"] for layer in layers) / 1e9,
+        "flops_per_sample": flops,
+        "gflops_per_sample": flops / 1e9,
         "flop_convention": _data()["flop_convention"],
     }
 

@@ -50,9 +50,12 @@ def _positive(name: str, value: float) -> float:
 class Link:
     """A directed link (or ``copies`` identical ones) with accounting for utilisation reports.
 
-    ``bytes`` counts the payload of completed flows summed over all copies; ``busy_time`` is the
+    ``bytes`` counts the payload of completed flows summed over all copies (since the last
+    :meth:`Network.reset_accounting`; a flow in flight at the reset counts only the part after
+    it); :meth:`Network.delivered` adds the progress of flows in flight. ``busy_time`` is the
     time it carried at least one active flow; ``saturated_time`` the time its capacity was fully
     allocated (it was a bottleneck). Both include the interval still open at ``engine.now``.
+    ``capacity`` (bytes/s per copy) and ``copies`` are fixed once the link exists.
     """
 
     __slots__ = (
@@ -205,9 +208,7 @@ class Network:
         self.links.append(link)
         return link
 
-    def add_nic(
-        self, name: str, up: float, down: float | None = None, copies: int = 1
-    ) -> Nic:
+    def add_nic(self, name: str, up: float, down: float | None = None, copies: int = 1) -> Nic:
         """A full-duplex NIC: ``name.up`` and ``name.down`` links (``down`` defaults to ``up``)."""
         return Nic(
             self.add_link(up, f"{name}.up", copies),
@@ -393,6 +394,25 @@ class Network:
                             other._n -= 1
             live = [link for link in live if link._n > 0]
 
+    def delivered(self, link: Link) -> float:
+        """Bytes over ``link`` (all copies) so far: completed flows plus progress of active ones."""
+        now = self.engine.now
+        return link.bytes + sum(
+            f.weight * (f.size - f.remaining + f.rate * (now - f._last)) for f in link.flows
+        )
+
+    def reset_accounting(self) -> None:
+        """Zero every link's bytes, busy and saturated time from ``now`` (to drop a warm-up)."""
+        now = self.engine.now
+        for link in self.links:
+            link.bytes = 0.0
+            link.bytes = -self.delivered(link)  # in-flight bytes before now are not counted
+            link._busy_acc = link._sat_acc = 0.0
+            if link._busy_since is not None:
+                link._busy_since = now
+            if link._sat_since is not None:
+                link._sat_since = now
+
     def sent(self, flow: Flow) -> float:
         """Bytes per sub-flow delivered so far (for progress queries mid-flight)."""
         if flow.end_time == flow.end_time:
@@ -411,25 +431,30 @@ def max_min_rates(
     Same semantics as :class:`Network`; an independent implementation kept as a test oracle and
     as the vectorised baseline in the benchmark.
     """
-    n_flows, n_links = len(paths), len(capacity)
-    inc = np.zeros((n_flows, n_links))
+    incidence = np.zeros((len(paths), len(capacity)))
     for i, path in enumerate(paths):
-        inc[i, list(path)] = 1.0
-    w = np.ones(n_flows) if weight is None else np.asarray(weight, dtype=float)
-    rem = np.asarray(capacity, dtype=float) * (
-        1.0 if copies is None else np.asarray(copies, dtype=float)
-    )
-    rate = np.zeros(n_flows)
-    unfrozen = np.ones(n_flows, dtype=bool)
+        incidence[i, list(path)] = 1.0
+    total = np.asarray(capacity, dtype=float)
+    if copies is not None:
+        total = total * np.asarray(copies, dtype=float)
+    w = np.ones(len(paths)) if weight is None else np.asarray(weight, dtype=float)
+    return max_min_dense(incidence, total, w)
+
+
+def max_min_dense(incidence: np.ndarray, total: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Water-filling on a flows x links 0/1 ``incidence`` matrix; ``total`` = capacity x copies."""
+    rem = np.array(total, dtype=float)
+    rate = np.zeros(incidence.shape[0])
+    unfrozen = np.ones(incidence.shape[0], dtype=bool)
     while unfrozen.any():
-        load = (w * unfrozen) @ inc
+        load = (weight * unfrozen) @ incidence
         used = load > 0
-        level = np.full(n_links, inf)
+        level = np.full(rem.shape, inf)
         level[used] = rem[used] / load[used]
         best = level.min()
         bottleneck = level <= best * (1.0 + _TIE)
-        freeze = unfrozen & (inc[:, bottleneck].sum(axis=1) > 0)
+        freeze = unfrozen & (incidence[:, bottleneck].sum(axis=1) > 0)
         rate[freeze] = best
-        rem -= (w * freeze * best) @ inc
+        rem -= (weight * freeze * best) @ incidence
         unfrozen &= ~freeze
     return rate

@@ -1,0 +1,44 @@
+"""Shared fixtures: small hand-made workloads whose arithmetic fits in a comment."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ddlperf.workload import Workload
+
+
+def make_workload(
+    layers: list[tuple[float, float, list[int]]],
+    batch_size: int = 32,
+    update_s_per_byte: float = 0.0,
+    device: str | None = "V100",
+    name: str = "toy",
+) -> Workload:
+    """``layers``: (forward_s, backward_s, [tensor bytes…]) in forward order."""
+    return Workload.from_dict({
+        "format": "ddlperf.workload/1",
+        "name": name,
+        "batch_size": batch_size,
+        "device": device,
+        "update_s_per_byte": update_s_per_byte,
+        "layers": [
+            {"name": f"l{i}", "forward_s": f, "backward_s": b,
+             "tensors": [{"name": f"l{i}.t{j}", "bytes": size} for j, size in enumerate(sizes)]}
+            for i, (f, b, sizes) in enumerate(layers)
+        ],
+    })
+
+
+@pytest.fixture
+def toy() -> Workload:
+    """Two layers: 1 ms + 2 ms (4 MB) and 3 ms + 6 ms (8 MB + 4 kB)."""
+    return make_workload([(0.001, 0.002, [4_000_000]), (0.003, 0.006, [8_000_000, 4_000])])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = os.geteuid() == 0 if hasattr(os, "geteuid") else False
+    for item in items:
+        if "root" in item.keywords and not root:
+            item.add_marker(pytest.mark.skip(reason="needs root (network namespaces, tc)"))
