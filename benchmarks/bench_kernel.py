@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ddlperf.predict.simulate.engine import Engine
-from ddlperf.predict.simulate.network import Network, max_min_dense
+from ddlperf.predictors.simulate.engine import Engine
+from ddlperf.predictors.simulate.network import Network, max_min_dense
 
 GBIT = 1e9 / 8  # bytes/s
 

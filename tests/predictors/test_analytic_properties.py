@@ -39,8 +39,8 @@ def test_throughput_never_exceeds_n_times_single(spec, mode, n, gbps):
     extra = {"ps": 2} if mode["arch"] == "ps" else {}
     p = predict(workload=w, workers=n, bandwidth=gbps * 1e9, **mode, **extra)
     single = p.single_worker["throughput_samples_per_s"]
-    assert p.throughput_samples_per_s <= n * single * (1 + 1e-9)
-    assert p.scaling_efficiency <= 1 + 1e-9
+    assert p.throughput_samples_per_s <= n * single * (1 + 1e-6)
+    assert p.scaling_efficiency <= 1 + 1e-6
     json.dumps(p.to_dict(), allow_nan=False)
 
 

@@ -9,7 +9,8 @@ Assumptions (also in the README):
   memory traffic of the forward pass;
 - the optimizer is SGD with momentum; per parameter byte it reads weight, gradient and momentum
   and writes weight and momentum — :data:`UPDATE_TRAFFIC` = 5 bytes moved per parameter byte
-  (a fused kernel; it is purely memory bound);
+  (a fused kernel; it is purely memory bound). Adam: 7 (weight, grad, m, v in; weight, m, v
+  out);
 - in reduced precision (fp16/bf16) activations and parameter/gradient tensors shrink with the
   element size (gradients are exchanged in the training dtype).
 """
@@ -28,6 +29,7 @@ from ddlperf.workload.model import Layer, Tensor, Workload
 ZOO_FORMAT = "ddlperf.zoo/1"
 BACKWARD_FACTOR = 2.0
 UPDATE_TRAFFIC = 5.0
+ADAM_TRAFFIC = 7.0  # reads weight, grad, m, v; writes weight, m, v
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 DTYPE_NAMES = {"fp32": "float32", "tf32": "tf32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -93,36 +95,13 @@ def load(
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
         raise InputError("batch_size", f"must be a whole number > 0, got {batch_size!r}")
     dev = device if isinstance(device, Device) else device_from_spec(device, "device")
-    dev.peak(dtype)  # unknown dtype → InputError
-    canonical = DTYPE_ALIASES[dtype.lower()]
-    scale = ELEMENT_BYTES[canonical] / 4.0  # zoo bytes are float32
-    layers = []
-    for spec in entry["layers"]:
-        tensors = tuple(
-            Tensor(name=t["name"], bytes=max(1, round(t["bytes"] * scale))) for t in spec["tensors"]
-        )
-        flops = float(spec["flops"]) * batch
-        memory = float(spec["memory_bytes"]) * scale * batch + sum(t.bytes for t in tensors)
-        layers.append(
-            Layer(
-                name=spec["name"],
-                type=spec["type"],
-                forward_s=dev.layer_seconds(flops, memory, dtype),
-                backward_s=dev.layer_seconds(
-                    BACKWARD_FACTOR * flops, BACKWARD_FACTOR * memory, dtype
-                ),
-                tensors=tensors,
-                flops=flops,
-                memory_bytes=memory,
-            )
-        )
     return Workload(
         name=key,
         batch_size=batch,
-        layers=tuple(layers),
-        update_s_per_byte=UPDATE_TRAFFIC / (dev.memory_bandwidth * dev.efficiency),
+        layers=roofline_layers(entry["layers"], batch, dev, dtype),
+        update_s_per_byte=update_seconds_per_byte(dev),
         device=dev.name,
-        dtype=DTYPE_NAMES[canonical],
+        dtype=dtype_name(dtype),
         provenance={
             "source": "zoo",
             "model": key,
@@ -134,3 +113,49 @@ def load(
             "update_traffic_bytes_per_byte": UPDATE_TRAFFIC,
         },
     )
+
+
+def dtype_name(dtype: str) -> str:
+    """``fp16`` → ``float16`` (the Workload's spelling); unknown dtypes raise InputError."""
+    key = DTYPE_ALIASES.get(dtype.lower())
+    if key is None:
+        raise InputError("dtype", f"unknown dtype {dtype!r}", "use fp32, tf32, fp16 or bf16")
+    return DTYPE_NAMES[key]
+
+
+def update_seconds_per_byte(device: Device, optimizer: str = "sgd") -> float:
+    """Roofline optimizer cost: memory traffic per parameter byte over achievable bandwidth."""
+    traffic = UPDATE_TRAFFIC if optimizer == "sgd" else ADAM_TRAFFIC
+    return traffic / (device.memory_bandwidth * device.efficiency)
+
+
+def roofline_layers(
+    entries: list[dict[str, Any]], batch: int, device: Device, dtype: str = "fp32"
+) -> tuple[Layer, ...]:
+    """Layers with roofline times from zoo-style entries (per-sample work, float32 bytes).
+
+    ``memory_bytes`` of a layer = activation traffic × batch + its parameter bytes (read once).
+    """
+    device.peak(dtype)  # unknown dtype → InputError
+    scale = ELEMENT_BYTES[DTYPE_ALIASES[dtype.lower()]] / 4.0
+    layers = []
+    for spec in entries:
+        tensors = tuple(
+            Tensor(name=t["name"], bytes=max(1, round(t["bytes"] * scale))) for t in spec["tensors"]
+        )
+        flops = float(spec["flops"]) * batch
+        memory = float(spec["memory_bytes"]) * scale * batch + sum(t.bytes for t in tensors)
+        layers.append(
+            Layer(
+                name=spec["name"],
+                type=spec["type"],
+                forward_s=device.layer_seconds(flops, memory, dtype),
+                backward_s=device.layer_seconds(
+                    BACKWARD_FACTOR * flops, BACKWARD_FACTOR * memory, dtype
+                ),
+                tensors=tensors,
+                flops=flops,
+                memory_bytes=memory,
+            )
+        )
+    return tuple(layers)

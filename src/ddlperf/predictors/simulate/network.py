@@ -4,7 +4,7 @@ Why flow level: packet simulation is far too slow for a what-if tool, and with p
 queueing (our emulated testbed) or long TCP flows the steady rates are close to the max-min fair
 allocation. A :class:`Flow` moves ``size`` bytes over a tuple of :class:`Link` s; its rate is the
 progressive-filling (water-filling) share; the network schedules each flow's completion on the
-:class:`~ddlperf.predict.simulate.engine.Engine` and reschedules it when the rate changes.
+:class:`~ddlperf.predictors.simulate.engine.Engine` and reschedules it when the rate changes.
 
 Symmetry, so that 1024-worker rings stay cheap:
 
@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ddlperf.predict.simulate.engine import Engine, Handle
+from ddlperf.predictors.simulate.engine import Engine, Handle
 
 FlowObserver = Callable[["Flow", float, float], None]
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ddlperf.predict.simulate.engine import Engine
+from ddlperf.predictors.simulate.engine import Engine
 
 
 def test_events_run_in_time_order_and_advance_now() -> None:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddlperf.predict.simulate.engine import Engine
-from ddlperf.predict.simulate.network import Flow, Link, Network, max_min_rates
+from ddlperf.predictors.simulate.engine import Engine
+from ddlperf.predictors.simulate.network import Flow, Link, Network, max_min_rates
 
 
 def _close(a: float, b: float, rel: float = 1e-9) -> bool:
