@@ -295,7 +295,7 @@ def _allreduce(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]
 # ---------------------------------------------------------------- assembly
 
 
-def _bottleneck(
+def name_bottleneck(
     sc: Scenario, times: list[_GroupTime], period: float, resources: list[ResourceUse]
 ) -> str:
     slowest_group = max(zip(sc.groups, times), key=lambda gt: gt[1].compute_s)[0]
@@ -319,7 +319,7 @@ def _bottleneck(
     return max(resources, key=lambda r: r.busy_s).name
 
 
-def _single_worker(sc: Scenario) -> tuple[dict[str, object], float]:
+def single_worker_baseline(sc: Scenario) -> tuple[dict[str, object], float]:
     """Fastest worker alone (no communication) and the sum of all workers' standalone rates."""
     total = float(sc.tensor_bytes.sum())
     best, standalone_sum = None, 0.0
@@ -351,7 +351,7 @@ def assemble(
     throughput = float(sum(g.batch_size / t.iteration_s * g.count
                            for g, t in zip(sc.groups, times)))
     mean = lambda values: float(np.dot(values, counts) / counts.sum())  # noqa: E731
-    single, standalone_sum = _single_worker(sc)
+    single, standalone_sum = single_worker_baseline(sc)
     notes = [
         f"bandwidth = payload goodput = line rate × {sc.cluster.goodput:.4g}"
         + (" (TCP over Ethernet, 1448/1514)" if abs(sc.cluster.goodput - 1448 / 1514) < 1e-9
@@ -408,5 +408,5 @@ def predict_analytic(sc: Scenario) -> Prediction:
         times, period, resources = _ps_async(sc, bsp_period)
         notes.append("analytic ASP/SSP: mean value analysis; push, update and pull are "
                      "sequential in this model (use --method simulate for overlap)")
-    bottleneck = _bottleneck(sc, times, period, resources)
+    bottleneck = name_bottleneck(sc, times, period, resources)
     return assemble(sc, "analytic", times, resources, bottleneck, notes)
