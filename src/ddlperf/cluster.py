@@ -7,6 +7,7 @@ Human units (``10Gbps``, ``50us``, ``25GbE``) are accepted here and converted at
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,6 +18,11 @@ from ddlperf.units import parse_duration
 from ddlperf.validation import read_structured, validate
 
 TCP_ETHERNET_GOODPUT = 1448 / 1514  # 0.956: payload per full-size frame (TCP/IP + Ethernet)
+
+
+@lru_cache(maxsize=256)
+def _catalog_device(spec: str) -> Device:
+    return device_from_spec(spec, "device")
 
 
 def _rate(value: Any, info: Any) -> Any:
@@ -49,7 +55,11 @@ class WorkerGroup(BaseModel):
         return value
 
     def resolved_device(self) -> Device | None:
-        return None if self.device is None else device_from_spec(self.device, "device")
+        if self.device is None:
+            return None
+        if isinstance(self.device, str):
+            return _catalog_device(self.device)
+        return device_from_spec(self.device, "device")
 
 
 class PSGroup(BaseModel):

@@ -10,11 +10,12 @@ Keys and units (also in the README):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, overload
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WorkerResult:
     """One worker's steady state; compute + communication + wait = iteration time."""
 
@@ -29,7 +30,47 @@ class WorkerResult:
     wait_s: float
 
 
-@dataclass(frozen=True)
+class WorkerGroups(Sequence[WorkerResult]):
+    """Workers stored as (first worker, count) runs of identical results, expanded on demand.
+
+    A 1024-worker homogeneous prediction then costs one result, not 1024, until someone
+    iterates over it (tables collapse runs anyway; JSON lists every worker).
+    """
+
+    def __init__(self, runs: list[tuple[WorkerResult, int, int]]) -> None:
+        self._runs = runs  # (template, first global index, count)
+        self._len = sum(count for _t, _f, count in runs)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> WorkerResult: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[WorkerResult]: ...
+    def __getitem__(self, index: int | slice) -> WorkerResult | list[WorkerResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._len))]
+        if index < 0:
+            index += self._len
+        for template, first, count in self._runs:
+            if first <= index < first + count:
+                return template if count == 1 else replace(template, name=f"w{index}")
+        raise IndexError(index)
+
+    def __iter__(self) -> Iterator[WorkerResult]:
+        for template, first, count in self._runs:
+            if count == 1:
+                yield template
+            else:
+                for i in range(first, first + count):
+                    yield replace(template, name=f"w{i}")
+
+
+_WORKER_FIELDS = [f.name for f in fields(WorkerResult)]
+
+
+@dataclass(slots=True)
 class ResourceUse:
     """A link or processor: seconds busy per iteration and its utilization (busy / period)."""
 
@@ -49,7 +90,7 @@ class Prediction:
     scaling_efficiency: float
     bottleneck: str
     breakdown_s: dict[str, float]
-    workers: list[WorkerResult]
+    workers: Sequence[WorkerResult]
     single_worker: dict[str, Any]
     resources: list[ResourceUse] = field(default_factory=list)
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -58,7 +99,13 @@ class Prediction:
     kind: str = "prediction"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        workers = self.workers
+        self.workers = []
+        try:
+            data = asdict(self)
+        finally:
+            self.workers = workers
+        data["workers"] = [{k: getattr(w, k) for k in _WORKER_FIELDS} for w in workers]
         if data["percentiles"] is None:
             del data["percentiles"]
         return data

@@ -34,10 +34,10 @@ class GroupPlan:
     update_s_per_byte: float
     up: float
     down: float
-
-    @property
-    def compute_s(self) -> float:
-        return float(self.forward.sum() + self.backward.sum() + self.unattributed_s)
+    ready_offset: np.ndarray  # per tensor (gradient order): seconds after backward starts
+    forward_s: float  # totals of the arrays above, cached for speed
+    backward_s: float
+    compute_s: float  # forward + backward + unattributed
 
     def worker_name(self, offset: int = 0) -> str:
         return f"w{self.first + offset}"
@@ -114,7 +114,9 @@ def group_compute(
     devices (exact for zoo workloads, a physically grounded estimate for profiles); a different
     batch size without FLOP data scales times linearly. ``speed`` divides every time.
     """
-    key = (None if device is None else device.model_dump_json(), speed, batch)
+    key = (None if device is None else (device.name, tuple(device.peak_flops.items()),
+                                         device.memory_bandwidth, device.efficiency),
+           speed, batch)
     cache = workload.derived_cache
     if key in cache:
         *result, own_notes = cache[key]
@@ -205,9 +207,7 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
     shards: list[ShardPlan] = []
     placement = np.zeros((len(names), cluster.ps.count))
     if cluster.ps.count:
-        in_creation_order = sizes[creation_to_grad]
-        by_creation = shard_matrix(in_creation_order, cluster.ps.count, strategy.sharding)
-        placement[creation_to_grad] = by_creation
+        placement = _placement(workload, cluster.ps.count, strategy.sharding)
         update = cluster.ps.update_s_per_byte
         if update is None:
             update = workload.update_s_per_byte
@@ -225,6 +225,19 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
     )
 
 
+def _placement(workload: Workload, shards: int, policy: str) -> np.ndarray:
+    """Tensor × shard bytes in gradient order (policies work in variable-creation order)."""
+    cache = workload.derived_cache
+    key = ("placement", shards, policy)
+    if key not in cache:
+        _names, sizes, _layers, creation_to_grad = _tensor_arrays(workload)
+        placement = np.zeros((len(sizes), shards))
+        placement[creation_to_grad] = shard_matrix(sizes[creation_to_grad], shards, policy)  # type: ignore[arg-type]
+        placement.setflags(write=False)
+        cache[key] = placement
+    return cache[key]
+
+
 def _group_for(groups: list[GroupPlan], worker: int) -> GroupPlan:
     return next(g for g in groups if g.first <= worker < g.first + g.count)
 
@@ -236,9 +249,20 @@ def _plan_group(
     device = group.resolved_device()
     batch = group.batch_size or workload.batch_size
     fwd, bwd, unattributed, update = group_compute(workload, device, group.speed, batch, notes)
+    key = ("ready_offset", id(bwd))
+    cache = workload.derived_cache
+    if key not in cache:
+        # Backward runs the layers last to first; a gradient is ready when its layer ends.
+        layer_end = np.cumsum(bwd[::-1])[::-1]
+        _names, _sizes, layers, _order = _tensor_arrays(workload)
+        totals = (float(fwd.sum()), float(bwd.sum()))
+        cache[key] = (layer_end[layers], *totals, totals[0] + totals[1] + unattributed, bwd)
+    ready_offset, forward_s, backward_s, compute_s, _keep_alive = cache[key]
     return GroupPlan(
         name=group.name, first=first, count=group.count,
         device=device.name if device else workload.device, batch_size=batch,
         forward=fwd, backward=bwd, unattributed_s=unattributed, update_s_per_byte=update,
         up=cluster.worker_up(group) * rate, down=cluster.worker_down(group) * rate,
+        ready_offset=ready_offset, forward_s=forward_s, backward_s=backward_s,
+        compute_s=compute_s,
     )

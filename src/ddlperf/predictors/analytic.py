@@ -16,10 +16,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from ddlperf.prediction import Prediction, ResourceUse, WorkerResult
+from ddlperf.cluster import TCP_ETHERNET_GOODPUT
+from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
 from ddlperf.scenario import GroupPlan, Scenario
 
@@ -46,33 +48,76 @@ def _ps_senders(sc: Scenario) -> np.ndarray:
     return np.array([n - (1 if s.host is not None else 0) for s in sc.shards], dtype=float)
 
 
+@dataclass(frozen=True)
+class _PsLayout:
+    """Index arrays that depend only on the workload and the placement (cached per sweep)."""
+
+    order: np.ndarray  # tensors in forward (pull) order
+    placement_fwd: np.ndarray  # placement rows in that order
+    holds_fwd: np.ndarray
+    sizes_fwd: np.ndarray
+    layer_has: np.ndarray  # layers owning at least one tensor
+    layer_starts: np.ndarray  # first forward-ordered tensor of each such layer
+    shard_rows: tuple[np.ndarray, ...]  # tensors (gradient order) held by each shard
+    shard_parts: tuple[np.ndarray, ...]  # their bytes on that shard
+    flat_owner: np.ndarray | None  # whole-tensor placement: flat (J, K) index of the owner
+    ready_sorted: bool  # gradient order follows reverse layer order (ready times ascend)
+
+
+def _ps_layout(sc: Scenario) -> _PsLayout:
+    key = ("ps_layout", sc.strategy.sharding, len(sc.shards))
+    cache = sc.workload.derived_cache
+    if key not in cache:
+        order = forward_order(sc)
+        layers_fwd = sc.tensor_layer[order]
+        rows = tuple(np.flatnonzero(sc.placement[:, k] > 0) for k in range(len(sc.shards)))
+        holders = (sc.placement[order] > 0).sum(axis=1)
+        flat_owner = None
+        if np.all(holders == 1):
+            owner = np.argmax(sc.placement[order] > 0, axis=1)
+            flat_owner = np.arange(len(order)) * len(sc.shards) + owner
+        starts = np.flatnonzero(np.r_[True, layers_fwd[1:] != layers_fwd[:-1]])
+        cache[key] = _PsLayout(
+            order=order,
+            placement_fwd=sc.placement[order],
+            holds_fwd=sc.placement[order] > 0,
+            sizes_fwd=sc.tensor_bytes[order],
+            layer_has=layers_fwd[starts],
+            layer_starts=starts,
+            shard_rows=rows,
+            shard_parts=tuple(sc.placement[r, k] for k, r in enumerate(rows)),
+            flat_owner=flat_owner,
+            ready_sorted=bool(np.all(np.diff(sc.tensor_layer) <= 0)),
+        )
+    return cache[key]
+
+
 def _ps_bsp(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]]:
     overlap = sc.strategy.overlap
     alpha = sc.latency_s
     sizes, placement = sc.tensor_bytes, sc.placement
+    layout = _ps_layout(sc)
     senders = _ps_senders(sc)
-    ps_up = np.array([s.up for s in sc.shards])
-    ps_down = np.array([s.down for s in sc.shards])
-    ps_update = np.array([s.update_s_per_byte for s in sc.shards])
-    holds = placement > 0
+    n_layers = len(sc.workload.layers)
 
     # Pull: every shard sends its part of each tensor to every worker, in forward order.
-    order = forward_order(sc)
-    pull_up = np.cumsum(placement[order] * (senders / ps_up), axis=0)  # (J, K) finish
-    pull_up_done = np.zeros(len(sizes))
-    pull_up_done[order] = np.where(holds[order], pull_up, 0.0).max(axis=1)
+    ps_up = np.array([s.up for s in sc.shards])
+    pull_up = np.cumsum(layout.placement_fwd * (senders / ps_up), axis=0)  # (J, K) finish
+    if layout.flat_owner is not None:
+        pull_up_done = pull_up.ravel()[layout.flat_owner]
+    else:
+        pull_up_done = np.where(layout.holds_fwd, pull_up, 0.0).max(axis=1)
 
     readies, group_ends = [], []
     for group in sc.groups:
-        down_done = np.empty(len(sizes))
-        down_done[order] = np.cumsum(sizes[order] / group.down)
-        arrival = np.maximum(pull_up_done, down_done) + alpha
-        layer_arrival = np.zeros(len(group.forward))
-        np.maximum.at(layer_arrival, sc.tensor_layer, arrival)
+        down_done = np.cumsum(layout.sizes_fwd / group.down)
+        arrival = np.maximum(pull_up_done, down_done) + alpha  # forward order
         if overlap:
+            layer_arrival = np.zeros(n_layers)
+            layer_arrival[layout.layer_has] = np.maximum.reduceat(arrival, layout.layer_starts)
             forward_end = float(serial_finish(layer_arrival, group.forward)[-1])
         else:
-            forward_end = float(layer_arrival.max() + group.forward.sum())
+            forward_end = float(arrival.max()) + group.forward_s
         ready, backward_end = backward_ready(sc, group, forward_end + group.unattributed_s)
         if not overlap:
             ready = np.full_like(ready, backward_end)
@@ -80,42 +125,15 @@ def _ps_bsp(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]]:
         group_ends.append(backward_end)
 
     # Push: each worker's uplink and each shard's downlink are FIFO links.
-    sent = np.zeros(len(sizes))
-    for group, ready in zip(sc.groups, readies):
+    sent = serial_finish(readies[0], sizes / sc.groups[0].up)
+    for group, ready in zip(sc.groups[1:], readies[1:]):
         sent = np.maximum(sent, serial_finish(ready, sizes / group.up))
-    arrived = np.zeros((len(sizes), len(sc.shards)))
-    for k, shard in enumerate(sc.shards):
-        part = placement[:, k]
-        items_ready, items_work, items_tensor = [], [], []
-        for group, ready in zip(sc.groups, readies):
-            count = group.count - (1 if shard.host is not None and
-                                   group.first <= shard.host < group.first + group.count else 0)
-            if count:
-                items_ready.append(ready)
-                items_work.append(part * count / shard.down)
-                items_tensor.append(np.arange(len(sizes)))
-        ready_all = np.concatenate(items_ready)
-        work_all = np.concatenate(items_work)
-        tensor_all = np.concatenate(items_tensor)
-        if len(items_ready) > 1:
-            by_time = np.argsort(ready_all, kind="stable")
-            ready_all, work_all, tensor_all = (
-                ready_all[by_time], work_all[by_time], tensor_all[by_time])
-        finish = serial_finish(ready_all, work_all)
-        done = np.zeros(len(sizes))
-        np.maximum.at(done, tensor_all, finish)
-        arrived[:, k] = np.maximum(done, sent) + alpha
 
-    # Update: each shard applies a tensor once all N gradients of it arrived (FIFO).
     period = max(group_ends)
-    for k in range(len(sc.shards)):
-        mask = holds[:, k]
-        if not mask.any():
-            continue
-        when = arrived[mask, k]
-        by_time = np.argsort(when, kind="stable")
-        finish = serial_finish(when[by_time], placement[mask, k][by_time] * ps_update[k])
-        period = max(period, float(finish[-1]))
+    if len(sc.groups) == 1 and layout.ready_sorted:
+        period = max(period, _shards_one_group(sc, layout, readies[0], sent, senders))
+    else:
+        period = max(period, _shards_general(sc, layout, readies, sent))
 
     slowest = max(g.compute_s for g in sc.groups)
     times = [
@@ -125,15 +143,64 @@ def _ps_bsp(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]]:
     shard_bytes = placement.sum(axis=0)
     busy = []
     for k, shard in enumerate(sc.shards):
-        busy.append((f"{shard.name} downlink", senders[k] * shard_bytes[k] / shard.down))
-        busy.append((f"{shard.name} uplink", senders[k] * shard_bytes[k] / shard.up))
-        busy.append((f"{shard.name} update", shard_bytes[k] * ps_update[k]))
-    total = float(sizes.sum())
+        volume = float(senders[k] * shard_bytes[k])
+        busy.append((f"{shard.name} downlink", volume / shard.down))
+        busy.append((f"{shard.name} uplink", volume / shard.up))
+        busy.append((f"{shard.name} update", float(shard_bytes[k]) * shard.update_s_per_byte))
+    total = sc.parameter_bytes
     for group in sc.groups:
         busy.append((f"{group.worker_name()} uplink", total / group.up))
         busy.append((f"{group.worker_name()} downlink", total / group.down))
-    resources = [ResourceUse(name, float(b), float(b / period)) for name, b in busy]
+    resources = [ResourceUse(name, b, b / period) for name, b in busy]
     return times, period, resources
+
+
+def _shards_one_group(
+    sc: Scenario, layout: _PsLayout, ready: np.ndarray, sent: np.ndarray, senders: np.ndarray
+) -> float:
+    """All shards at once: one FIFO per column of a (tensors × shards) matrix.
+
+    Tensors a shard does not hold are zero-work items; with ready times in order they leave
+    each FIFO unchanged, so every shard's downlink and update queue is one matrix operation.
+    """
+    down = np.array([s.down for s in sc.shards])
+    update = np.array([s.update_s_per_byte for s in sc.shards])
+    work = sc.placement * (senders / down)
+    done = serial_finish(ready[:, None], work)
+    arrived = np.maximum(done, sent[:, None]) + sc.latency_s
+    if np.any(update > 0):
+        arrived = serial_finish(arrived, sc.placement * update)
+    return float(arrived[-1].max())
+
+
+def _shards_general(
+    sc: Scenario, layout: _PsLayout, readies: list[np.ndarray], sent: np.ndarray
+) -> float:
+    """Shard by shard, merging the groups' gradient streams by time."""
+    period = 0.0
+    for k, shard in enumerate(sc.shards):
+        rows = layout.shard_rows[k]
+        if not len(rows):
+            continue
+        part = layout.shard_parts[k]
+        counts = [
+            group.count - (1 if shard.host is not None
+                           and group.first <= shard.host < group.first + group.count else 0)
+            for group in sc.groups
+        ]
+        ready_all = np.concatenate([r[rows] for r, c in zip(readies, counts) if c])
+        work_all = np.concatenate([part * (c / shard.down) for c in counts if c])
+        tensor_all = np.tile(np.arange(len(rows)), sum(1 for c in counts if c))
+        by_time = np.argsort(ready_all, kind="stable")
+        finish = serial_finish(ready_all[by_time], work_all[by_time])
+        done = np.zeros(len(rows))
+        np.maximum.at(done, tensor_all[by_time], finish)
+        arrived = np.maximum(done, sent[rows]) + sc.latency_s
+        # Update: the shard applies a tensor once all N gradients of it arrived (FIFO).
+        by_time = np.argsort(arrived, kind="stable")
+        finish = serial_finish(arrived[by_time], part[by_time] * shard.update_s_per_byte)
+        period = max(period, float(finish[-1]))
+    return period
 
 
 # ---------------------------------------------------------------- parameter server, ASP/SSP
@@ -150,14 +217,17 @@ def mva(
     """
     stations, classes = demand.shape
     if classes == 1:
-        queue = np.zeros(stations)
+        # exact recursion over the population; plain floats beat numpy for a few stations
+        d = demand[:, 0].tolist()
+        z = float(think[0])
+        queue = [0.0] * stations
+        residence = d
         throughput = 0.0
-        residence = demand[:, 0].copy()
         for n in range(1, int(population[0]) + 1):
-            residence = demand[:, 0] * (1.0 + queue)
-            throughput = n / (think[0] + residence.sum())
-            queue = throughput * residence
-        return np.array([throughput]), residence[:, None]
+            residence = [di * (1.0 + qi) for di, qi in zip(d, queue)]
+            throughput = n / (z + sum(residence))
+            queue = [throughput * r for r in residence]
+        return np.array([throughput]), np.array(residence)[:, None]
     queue = demand * population / max(demand.shape[0], 1)  # initial guess (S, C)
     throughput = np.zeros(classes)
     residence = demand.copy()
@@ -274,7 +344,7 @@ def _allreduce(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]
     for group in sc.groups:
         update = total * group.update_s_per_byte
         tensor_ready, backward_end = backward_ready(
-            sc, group, float(group.forward.sum()) + group.unattributed_s)
+            sc, group, group.forward_s + group.unattributed_s)
         # Offsetting by the optimizer step turns "all start together" into the steady state.
         bucket_ready = tensor_ready[last] if sc.strategy.overlap else np.full(len(last), backward_end)
         ready = np.maximum(ready, update + bucket_ready)
@@ -320,11 +390,19 @@ def name_bottleneck(
 
 
 def single_worker_baseline(sc: Scenario) -> tuple[dict[str, object], float]:
-    """Fastest worker alone (no communication) and the sum of all workers' standalone rates."""
-    total = float(sc.tensor_bytes.sum())
+    """Fastest worker alone (no communication) and the sum of all workers' standalone rates.
+
+    Alone, a worker still applies each tensor's update as soon as its gradient is ready
+    (as a PS would), so no distributed configuration can beat N × this rate.
+    """
     best, standalone_sum = None, 0.0
+    cache = sc.workload.derived_cache
     for group in sc.groups:
-        step = group.compute_s + total * group.update_s_per_byte
+        key = ("alone", id(group.ready_offset), group.update_s_per_byte)
+        if key not in cache:
+            ready, _ = backward_ready(sc, group, group.forward_s + group.unattributed_s)
+            cache[key] = float(serial_finish(ready, sc.tensor_bytes * group.update_s_per_byte)[-1])
+        step = cache[key]
         rate = group.batch_size / step
         standalone_sum += rate * group.count
         if best is None or rate > best["throughput_samples_per_s"]:
@@ -334,31 +412,35 @@ def single_worker_baseline(sc: Scenario) -> tuple[dict[str, object], float]:
     return best, standalone_sum
 
 
+@lru_cache(maxsize=64)
+def _goodput_note(goodput: float) -> str:
+    tcp = abs(goodput - TCP_ETHERNET_GOODPUT) < 1e-9
+    return (f"bandwidth = payload goodput = line rate × {goodput:.4g}"
+            + (" (TCP over Ethernet, 1448/1514)" if tcp else ""))
+
+
 def assemble(
     sc: Scenario, method: str, times: list[_GroupTime], resources: list[ResourceUse],
     bottleneck: str, extra_notes: list[str] | None = None,
 ) -> Prediction:
     """Expand group results into per-worker results and the cluster-level summary."""
-    workers: list[WorkerResult] = []
+    runs = []
     for group, t in zip(sc.groups, times):
-        rate = group.batch_size / t.iteration_s
-        for offset in range(group.count):
-            workers.append(WorkerResult(
-                group.worker_name(offset), group.name, group.device, group.batch_size,
-                t.iteration_s, rate, t.compute_s, t.communication_s, t.wait_s,
-            ))
-    counts = np.array([g.count for g in sc.groups], dtype=float)
-    throughput = float(sum(g.batch_size / t.iteration_s * g.count
-                           for g, t in zip(sc.groups, times)))
-    mean = lambda values: float(np.dot(values, counts) / counts.sum())  # noqa: E731
+        template = WorkerResult(
+            group.worker_name(), group.name, group.device, group.batch_size, t.iteration_s,
+            group.batch_size / t.iteration_s, t.compute_s, t.communication_s, t.wait_s,
+        )
+        runs.append((template, group.first, group.count))
+    workers = WorkerGroups(runs)
+    counts = [g.count for g in sc.groups]
+    n = sum(counts)
+    throughput = sum(g.batch_size / t.iteration_s * g.count for g, t in zip(sc.groups, times))
+
+    def mean(values: list[float]) -> float:
+        return sum(v * c for v, c in zip(values, counts)) / n
+
     single, standalone_sum = single_worker_baseline(sc)
-    notes = [
-        f"bandwidth = payload goodput = line rate × {sc.cluster.goodput:.4g}"
-        + (" (TCP over Ethernet, 1448/1514)" if abs(sc.cluster.goodput - 1448 / 1514) < 1e-9
-           else ""),
-        *sc.notes,
-        *(extra_notes or []),
-    ]
+    notes = [_goodput_note(sc.cluster.goodput), *sc.notes, *(extra_notes or [])]
     return Prediction(
         method=method,
         iteration_time_s=mean([t.iteration_s for t in times]),

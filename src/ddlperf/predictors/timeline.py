@@ -14,9 +14,12 @@ from ddlperf.scenario import GroupPlan, Scenario
 
 
 def serial_finish(ready: np.ndarray, work: np.ndarray) -> np.ndarray:
-    """Finish times of a FIFO server; closed form max_{i≤j}(ready_i + Σ_{i..j} work)."""
-    total = np.cumsum(work)
-    return total + np.maximum.accumulate(ready - (total - work))
+    """Finish times of a FIFO server; closed form max_{i≤j}(ready_i + Σ_{i..j} work).
+
+    Works along axis 0, so a (items × servers) matrix is one FIFO per column.
+    """
+    total = np.cumsum(work, axis=0)
+    return total + np.maximum.accumulate(ready - (total - work), axis=0)
 
 
 def backward_ready(
@@ -25,11 +28,9 @@ def backward_ready(
     """Ready time of each gradient (gradient order) and the end of backward.
 
     Backward runs the layers last to first; a tensor's gradient is ready when its layer's
-    backward ends.
+    backward ends (``GroupPlan.ready_offset`` holds those offsets).
     """
-    ends_reversed = backward_start + np.cumsum(group.backward[::-1])
-    layer_end = ends_reversed[::-1]
-    return layer_end[sc.tensor_layer], float(ends_reversed[-1])
+    return group.ready_offset + backward_start, backward_start + group.backward_s
 
 
 def forward_order(sc: Scenario) -> np.ndarray:

@@ -35,6 +35,8 @@ import numpy as np
 from ddlperf.predictors.simulate.engine import Engine, Handle
 
 FlowObserver = Callable[["Flow", float, float], None]
+#: ``follow(flow) -> (size, tag) | None``: the next message of a back-to-back connection
+FollowHook = Callable[["Flow"], "tuple[float, Any] | None"]
 
 _TIE = 1e-12  # links whose fair level is within this relative distance of the minimum tie
 _SATURATED = 1e-9  # a link with less than this fraction of its capacity left is saturated
@@ -139,6 +141,7 @@ class Flow:
         "_mark",
         "_new",
         "end_time",
+        "follow",
         "latency",
         "links",
         "on_complete",
@@ -159,8 +162,10 @@ class Flow:
         latency: float,
         on_complete: Callable[[Flow], Any] | None,
         tag: Any,
+        follow: FollowHook | None = None,
     ) -> None:
         self.size = size
+        self.follow = follow
         self.links = links
         self.weight = weight
         self.latency = latency
@@ -231,11 +236,19 @@ class Network:
         weight: float = 1.0,
         on_complete: Callable[[Flow], Any] | None = None,
         tag: Any = None,
+        follow: FollowHook | None = None,
     ) -> Flow:
         """Start a flow now; it becomes active after ``latency`` and calls ``on_complete(flow)``.
 
         ``links`` must be distinct. The completion time is ``latency + size / rate`` when the rate
         stays constant.
+
+        ``follow`` makes the flow a connection that sends messages back to back: when a message
+        ends, ``follow(flow)`` is called first (``flow.tag``/``size``/``start_time`` still describe
+        the finished message) and returns ``(size, tag)`` of the next message, or ``None`` to end
+        the flow normally (then ``observer`` and ``on_complete`` run as usual). A continued flow
+        keeps its links and weight, so the max-min allocation is unchanged and no reallocation
+        runs; ``observer`` is called once per message.
         """
         size = _positive("flow size", size)
         weight = _positive("flow weight", weight)
@@ -247,7 +260,7 @@ class Network:
             raise ValueError("a flow must cross at least one link")
         if len(set(path)) != len(path):
             raise ValueError(f"a flow must not cross a link twice: {path!r}")
-        flow = Flow(size, path, weight, latency, on_complete, tag)
+        flow = Flow(size, path, weight, latency, on_complete, tag, follow)
         flow.submit_time = self.engine.now
         if latency > 0.0:
             self.engine.schedule(latency, self._activate, flow)
@@ -270,6 +283,8 @@ class Network:
             self.engine.schedule(0.0, self._reallocate)
 
     def _complete(self, flow: Flow) -> None:
+        if flow.follow is not None and self._continue(flow):
+            return
         now = self.engine.now
         flow._event = None
         flow.remaining = 0.0
@@ -294,6 +309,26 @@ class Network:
             self.observer(flow, flow.start_time, now)
         if flow.on_complete is not None:
             flow.on_complete(flow)
+
+    def _continue(self, flow: Flow) -> bool:
+        """End the current message of a ``follow`` flow and start its next one in place."""
+        nxt = flow.follow(flow)  # type: ignore[misc]
+        if nxt is None:
+            return False
+        size, tag = nxt
+        size = _positive("flow size", size)
+        now = self.engine.now
+        self.flows_completed += 1
+        moved = flow.weight * flow.size
+        for link in flow.links:
+            link.bytes += moved
+        if self.observer is not None:
+            self.observer(flow, flow.start_time, now)
+        flow.size = flow.remaining = size
+        flow.tag = tag
+        flow.submit_time = flow.start_time = flow._last = now
+        flow._event = self.engine.at(now + size / flow.rate, self._complete, flow)
+        return True
 
     # -- allocation -----------------------------------------------------------------------------
 

@@ -1,0 +1,65 @@
+"""Speed of the analytic predictor on a resnet50 sweep grid, and CLI start-up time.
+
+Run: ``python benchmarks/bench_analytic.py``. Prints predictions per second (best of 3
+passes over the grid) and the wall time of ``ddlperf predict --json`` (best of 5).
+Targets (issue #2): ≥ 10,000 predictions/s; start-up under 1 s.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+
+from ddlperf.api import make_cluster, make_strategy
+from ddlperf.predictors.analytic import predict_analytic
+from ddlperf.scenario import resolve
+from ddlperf.workload import zoo
+
+
+def grid() -> list[tuple[object, object]]:
+    """(cluster, strategy) pairs: workers × PS shards × bandwidth × sync/arch."""
+    points = []
+    strategies = [make_strategy(), make_strategy(sync="asp"),
+                  make_strategy(sync="ssp", staleness=2), make_strategy(arch="allreduce"),
+                  make_strategy(sharding="greedy"), make_strategy(overlap=False)]
+    for workers, ps, gbps, strategy in itertools.product(
+        (1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8), (1, 10, 25, 100), strategies
+    ):
+        if strategy.arch == "allreduce":
+            if ps != 1:
+                continue
+            cluster = make_cluster(workers=workers, ps=0, bandwidth=gbps * 1e9, arch="allreduce")
+        else:
+            cluster = make_cluster(workers=workers, ps=ps, bandwidth=gbps * 1e9)
+        points.append((cluster, strategy))
+    return points
+
+
+def predictions_per_second(passes: int = 3) -> tuple[float, int]:
+    workload = zoo.load("resnet50", batch_size=32, device="V100")
+    points = grid()
+    best = float("inf")
+    for _ in range(passes):
+        start = time.perf_counter()
+        for cluster, strategy in points:
+            predict_analytic(resolve(workload, cluster, strategy))  # type: ignore[arg-type]
+        best = min(best, time.perf_counter() - start)
+    return len(points) / best, len(points)
+
+
+def startup_seconds(runs: int = 5) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "ddlperf", "predict", "--json"], check=True,
+                       stdout=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+if __name__ == "__main__":
+    rate, n = predictions_per_second()
+    print(f"analytic predictions/s on a resnet50 grid of {n} points: {rate:,.0f}")
+    print(f"'ddlperf predict --json' wall time (best of 5): {startup_seconds():.3f} s")

@@ -1,0 +1,313 @@
+"""What a worker computes: the real zoo model on CPU, or emulated device time.
+
+**Emulated device time** stands in for accelerator compute: real tensors of the workload's sizes
+(one tensor per workload tensor) and, per layer, a wait equal to the workload's forward or
+backward seconds. Gradients become ready in the workload's gradient order at the end of their
+layer's backward, so communication overlaps with "compute" exactly as on a device, and 3–5
+ranks stay trustworthy on 2 cores (a wait costs no CPU). Every record and output that uses it
+says "emulated device time".
+
+**Real** compute runs the zoo model's forward/backward on the CPU (one thread per process; keep
+≤ 2 computing processes on 2 cores).
+
+Both expose the same worker interface to the PS trainer (:class:`WorkerCompute`): ``step`` runs
+one forward + backward, calling ``wait_pull(indices)`` before a layer uses its parameters and
+``push(index)`` as soon as a gradient is ready. The DDP trainer uses :func:`ddp_module`.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from ddlperf.measure.trainer_common import (
+    EMULATED_LABEL,
+    REAL_LABEL,
+    Recorder,
+    load_spec,
+    single_thread,
+    sleep_until,
+    torch_dtype,
+)
+
+WaitPull = Callable[[Sequence[int]], None]
+Push = Callable[[int], None]
+
+
+def layer_tensors(spec: dict[str, Any]) -> list[list[int]]:
+    """Tensor indices (gradient order numbering) owned by each layer, in forward order."""
+    owned: list[list[int]] = [[] for _ in spec["layers"]]
+    for j in spec["forward_order"]:
+        owned[spec["tensors"][j]["layer"]].append(j)
+    return owned
+
+
+def make_flat(spec: dict[str, Any], seed: int = 0) -> list[torch.Tensor]:
+    """One flat tensor per workload tensor (gradient order), deterministic values."""
+    gen = torch.Generator().manual_seed(seed)
+    dtype = torch_dtype(spec["dtype"])
+    return [(torch.rand(t["numel"], generator=gen) * 0.02 - 0.01).to(dtype)
+            for t in spec["tensors"]]
+
+
+class WorkerCompute:
+    """Interface; see the module docstring."""
+
+    label: str
+    tensors: list[torch.Tensor]  # parameter storage per tensor index (flat views for real)
+
+    def grad(self, j: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    def step(self, wait_pull: WaitPull, push: Push) -> dict[str, float]:
+        raise NotImplementedError
+
+    def after_step(self) -> None:
+        """Release gradients once they were sent."""
+
+
+class EmulatedCompute(WorkerCompute):
+    """Per-layer waits of the workload's seconds; gradients ready in gradient order."""
+
+    label = EMULATED_LABEL
+
+    def __init__(self, spec: dict[str, Any], worker: dict[str, Any]) -> None:
+        self.forward = [float(x) for x in worker["forward"]]
+        self.backward = [float(x) for x in worker["backward"]]
+        self.unattributed = float(worker["unattributed_s"])
+        self.owned = layer_tensors(spec)
+        self.tensor_layer = [t["layer"] for t in spec["tensors"]]
+        self.tensors = make_flat(spec, seed=0)
+        self.grads = make_flat(spec, seed=1 + worker["index"])
+        # Gradient j is ready when its layer's backward ends (layers run last to first).
+        ends, acc = [0.0] * len(self.backward), 0.0
+        for layer in reversed(range(len(self.backward))):
+            acc += self.backward[layer]
+            ends[layer] = acc
+        self.layer_end = ends
+        self.backward_total = acc
+
+    def grad(self, j: int) -> torch.Tensor:
+        return self.grads[j]
+
+    def step(self, wait_pull: WaitPull, push: Push) -> dict[str, float]:
+        start = time.perf_counter()
+        cursor = start
+        for layer, seconds in enumerate(self.forward):
+            if self.owned[layer]:
+                wait_pull(self.owned[layer])
+                cursor = max(cursor, time.perf_counter())
+            cursor += seconds
+            sleep_until(cursor)
+        cursor += self.unattributed
+        sleep_until(cursor)
+        forward_end = time.perf_counter()
+        backward_start = max(cursor, forward_end)
+        for j, layer in enumerate(self.tensor_layer):
+            sleep_until(backward_start + self.layer_end[layer])
+            push(j)
+        sleep_until(backward_start + self.backward_total)
+        end = time.perf_counter()
+        return {"forward_s": forward_end - start, "backward_s": end - forward_end}
+
+
+class RealCompute(WorkerCompute):
+    """The zoo model on CPU; hooks wait for pulled parameters and push gradients."""
+
+    label = REAL_LABEL
+
+    def __init__(self, spec: dict[str, Any], worker: dict[str, Any]) -> None:
+        self.model, self.inputs, self.target, self.loss_fn = build_real(spec, worker)
+        named = dict(self.model.named_parameters())
+        order = [t["name"] for t in spec["tensors"]]
+        missing = [n for n in order if n not in named]
+        if missing:
+            raise RuntimeError(f"model {spec['model']} has no parameters named {missing[:3]}")
+        self.params = [named[n] for n in order]
+        self.tensors = [p.data.view(-1) for p in self.params]
+        self._wait: WaitPull = lambda _: None
+        self._push: Push = lambda _: None
+        index = {id(p): j for j, p in enumerate(self.params)}
+        for module in self.model.modules():
+            own = [index[id(p)] for p in module.parameters(recurse=False) if id(p) in index]
+            if own:
+                module.register_forward_pre_hook(
+                    lambda _m, _a, own=own: self._wait(own))
+        for j, p in enumerate(self.params):
+            p.register_post_accumulate_grad_hook(lambda _p, j=j: self._push(j))
+
+    def grad(self, j: int) -> torch.Tensor:
+        grad = self.params[j].grad
+        assert grad is not None
+        return grad.view(-1)
+
+    def step(self, wait_pull: WaitPull, push: Push) -> dict[str, float]:
+        self._wait, self._push = wait_pull, push
+        start = time.perf_counter()
+        output = self.model(*self.inputs)
+        loss = self.loss_fn(output, self.target)
+        forward_end = time.perf_counter()
+        loss.backward()
+        end = time.perf_counter()
+        return {"forward_s": forward_end - start, "backward_s": end - forward_end}
+
+    def after_step(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+
+def build_real(spec: dict[str, Any], worker: dict[str, Any]) -> tuple[nn.Module, Any, Any, Any]:
+    """The zoo model (same seed on every rank, so replicas start identical), a batch, a loss."""
+    from ddlperf.workload import torch_models
+
+    torch.manual_seed(int(spec.get("seed", 0)))
+    model_spec = torch_models.spec(spec["model"])
+    model = model_spec.build()
+    inputs, target = torch_models.make_batch(model_spec, int(worker["batch_size"]))
+    return model, inputs, target, torch_models.loss_function(model_spec)
+
+
+def worker_compute(spec: dict[str, Any], worker: dict[str, Any]) -> WorkerCompute:
+    return RealCompute(spec, worker) if spec["compute"] == "real" else EmulatedCompute(spec,
+                                                                                        worker)
+
+
+# ----------------------------------------------------------------------------- DDP module
+
+
+class _Clock:
+    """Shared deadlines of one emulated iteration (forward and backward cursors)."""
+
+    def __init__(self) -> None:
+        self.cursor = 0.0
+        self.forward_start = self.forward_end = 0.0
+        self.backward_start = self.backward_end = 0.0
+
+
+class _EmulatedLayer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, layer: Any, *params: torch.Tensor) -> torch.Tensor:
+        clock = layer.clock
+        clock.cursor = max(clock.cursor, time.perf_counter()) + layer.forward_s
+        sleep_until(clock.cursor)
+        ctx.layer = layer
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad_x: torch.Tensor) -> tuple[Any, ...]:
+        layer = ctx.layer
+        clock = layer.clock
+        now = time.perf_counter()
+        if clock.backward_start == 0.0:
+            clock.backward_start = clock.cursor = now
+        clock.cursor = max(clock.cursor, now) + layer.backward_s
+        sleep_until(clock.cursor)
+        clock.backward_end = time.perf_counter()
+        return (grad_x, None, *layer.grads)
+
+
+class _LayerInfo:
+    def __init__(self, clock: _Clock, forward_s: float, backward_s: float,
+                 grads: list[torch.Tensor]) -> None:
+        self.clock, self.forward_s, self.backward_s, self.grads = clock, forward_s, backward_s, grads
+
+
+class EmulatedModule(nn.Module):
+    """One ``nn.Parameter`` per workload tensor, registered in forward order; each layer is an
+    autograd function that waits its forward/backward seconds (emulated device time) and
+    returns ready-made gradients, so DDP's hooks fire in the workload's gradient order."""
+
+    def __init__(self, spec: dict[str, Any], worker: dict[str, Any]) -> None:
+        super().__init__()
+        self.clock = _Clock()
+        self.unattributed = float(worker["unattributed_s"])
+        values = make_flat(spec, seed=0)
+        grads = make_flat(spec, seed=1 + worker["index"])
+        self.params = nn.ParameterList()
+        self.layers: list[tuple[_LayerInfo, list[nn.Parameter]]] = []
+        for layer, own in enumerate(layer_tensors(spec)):
+            params = [nn.Parameter(values[j]) for j in own]
+            for p in params:
+                self.params.append(p)
+            info = _LayerInfo(self.clock, float(worker["forward"][layer]),
+                              float(worker["backward"][layer]), [grads[j] for j in own])
+            self.layers.append((info, params))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        clock = self.clock
+        clock.forward_start = clock.cursor = time.perf_counter()
+        clock.backward_start = 0.0
+        for info, params in self.layers:
+            x = _EmulatedLayer.apply(x, info, *params)
+        clock.cursor += self.unattributed
+        sleep_until(clock.cursor)
+        clock.forward_end = time.perf_counter()
+        return x
+
+
+def ddp_module(spec: dict[str, Any], worker: dict[str, Any]) -> tuple[nn.Module, Callable[[
+        nn.Module], torch.Tensor]]:
+    """The model and a function that runs forward + loss on it (DDP wraps the model)."""
+    if spec["compute"] == "real":
+        model, inputs, target, loss_fn = build_real(spec, worker)
+        return model, lambda m: loss_fn(m(*inputs), target)
+    model = EmulatedModule(spec, worker)
+    x0 = torch.zeros((), requires_grad=True)
+    return model, lambda m: m(x0).sum()
+
+
+# ----------------------------------------------------------------------------- single worker
+
+
+def single_run(spec: dict[str, Any], worker_index: int, iterations: int, warmup: int,
+               recorder: Recorder | None = None) -> list[float]:
+    """Real compute alone (no communication): forward, backward, local SGD step per iteration."""
+    worker = spec["workers"][worker_index]
+    model, inputs, target, loss_fn = build_real(spec, worker)
+    optimizer = torch.optim.SGD(model.parameters(), lr=float(spec.get("lr", 0.01)),
+                                momentum=float(spec.get("momentum", 0.9)))
+    durations = []
+    for t in range(warmup + iterations):
+        start_wall, start = time.time(), time.perf_counter()
+        loss = loss_fn(model(*inputs), target)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        seconds = time.perf_counter() - start
+        if recorder is not None:
+            recorder.write({"type": "single", "iteration": t, "start": start_wall,
+                            "end": start_wall + seconds, "compute_s": seconds,
+                            "compute": REAL_LABEL})
+        if t >= warmup:
+            durations.append(seconds)
+    return durations
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m ddlperf.measure.compute --spec FILE --single I``: prints the median step."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m ddlperf.measure.compute")
+    parser.add_argument("--spec", required=True)
+    parser.add_argument("--single", type=int, default=0, help="worker index")
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args(argv)
+    single_thread()
+    spec = load_spec(args.spec)
+    recorder = Recorder(spec.get("records"), {"name": f"single-w{args.single}", "rank": -1,
+                                              "role": "single"})
+    durations = single_run(spec, args.single, args.iterations, args.warmup, recorder)
+    recorder.close()
+    print(json.dumps({"durations": durations, "median": statistics.median(durations)}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

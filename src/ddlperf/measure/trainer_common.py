@@ -1,0 +1,295 @@
+"""What every trainer process shares: the run spec, its rank table, records, faults, gloo set-up.
+
+A trainer is one process per rank started as ``python -m ddlperf.measure.ps_trainer --spec
+FILE`` (or ``ddp_trainer``). Rendezvous is torchrun's: ``RANK``, ``WORLD_SIZE``,
+``MASTER_ADDR`` and ``MASTER_PORT`` come from the environment, so the same command runs under
+the emulated-cluster launcher and under ``torchrun`` on real machines. The spec is plain JSON
+(no ddlperf scenario objects), written by :func:`ddlperf.measure.launcher.build_spec`.
+
+Rank table (the same on every rank, derived from the spec):
+- PS, dedicated: ranks ``w0 … wN-1`` then ``ps0 … psK-1``, each on its own host.
+- PS, colocated: per worker host ``wi`` the worker (local rank 0) and, for i < K, shard ``psi``
+  (local rank 1) — the order torchrun assigns with ``--nproc-per-node 2`` on those hosts.
+- all-reduce: ``w0 … wN-1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SPEC_FORMAT = "ddlperf.measure-spec/1"
+EMULATED_LABEL = "emulated device time"
+REAL_LABEL = "real CPU compute"
+GRAD_TAG = 1 << 20  # gradient messages use tag GRAD_TAG + tensor index; parameters use the index
+FAULT_ENV = "DDLPERF_FAULT"
+TORCH_DTYPES = {"float32": "float32", "tf32": "float32", "float16": "float16",
+                "bfloat16": "bfloat16"}
+
+
+# ----------------------------------------------------------------------------- rank table
+
+
+def rank_table(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """One entry per rank: ``role`` (worker | ps), ``name``, ``index``, ``host``, ``local_rank``."""
+    workers = len(spec["workers"])
+    shards = int(spec.get("shards", 0))
+    table: list[dict[str, Any]] = []
+
+    def add(role: str, index: int, host: str, local: int) -> None:
+        name = f"w{index}" if role == "worker" else f"ps{index}"
+        table.append({"rank": len(table), "role": role, "name": name, "index": index,
+                      "host": host, "local_rank": local})
+
+    if spec["arch"] == "ps" and spec.get("placement") == "colocated":
+        for i in range(workers):
+            add("worker", i, f"w{i}", 0)
+            if i < shards:
+                add("ps", i, f"w{i}", 1)
+        return table
+    for i in range(workers):
+        add("worker", i, f"w{i}", 0)
+    for k in range(shards):
+        add("ps", k, f"ps{k}", 0)
+    return table
+
+
+def hosts_of(table: list[dict[str, Any]]) -> list[str]:
+    """Host names in rank order, each once."""
+    return list(dict.fromkeys(entry["host"] for entry in table))
+
+
+def shard_rank(table: list[dict[str, Any]], shard: int) -> int:
+    return next(e["rank"] for e in table if e["role"] == "ps" and e["index"] == shard)
+
+
+def worker_rank(table: list[dict[str, Any]], worker: int) -> int:
+    return next(e["rank"] for e in table if e["role"] == "worker" and e["index"] == worker)
+
+
+def total_iterations(spec: dict[str, Any]) -> int:
+    return int(spec["warmup"]) + int(spec["iterations"])
+
+
+# ----------------------------------------------------------------------------- records
+
+
+class Recorder:
+    """Appends one JSON object per line with a single ``write`` (O_APPEND): lines from many
+    processes never interleave and every line is on disk as soon as it is written, so an
+    interrupted run keeps what it recorded."""
+
+    def __init__(self, path: str | Path | None, base: dict[str, Any] | None = None) -> None:
+        self.base = dict(base or {})
+        self.fd: int | None = None
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.fd is None:
+            return
+        line = json.dumps({**self.base, **record}, separators=(",", ":")) + "\n"
+        os.write(self.fd, line.encode())
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Status:
+    """A one-line status file per rank (phase, iteration, since): lets the launcher tell a rank
+    that is stuck in its own work from one that waits on a peer."""
+
+    WAITING = ("pull", "push", "gate", "recv", "send", "allreduce", "barrier", "init")
+
+    def __init__(self, directory: str | Path | None, name: str) -> None:
+        self.path = None if directory is None else Path(directory) / f"{name}.status"
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def set(self, phase: str, iteration: int = -1) -> None:
+        if self.path is None:
+            return
+        try:
+            self.path.write_text(f"{phase} {iteration} {time.time():.6f}\n")
+        except OSError:
+            pass
+
+
+def read_status(path: Path) -> tuple[str, int, float] | None:
+    try:
+        phase, iteration, since = path.read_text().split()
+        return phase, int(iteration), float(since)
+    except (OSError, ValueError):
+        return None
+
+
+class NetCounter:
+    """Bytes the host's NIC sent/received, from this process's network namespace
+    (``/proc/self/net/dev`` follows the namespace; ``/sys/class/net`` would not)."""
+
+    def __init__(self, interface: str | None) -> None:
+        self.interface = interface
+
+    def read(self) -> tuple[int, int] | None:
+        if not self.interface:
+            return None
+        try:
+            with open("/proc/self/net/dev") as fh:
+                for line in fh:
+                    name, _, rest = line.partition(":")
+                    if name.strip() == self.interface:
+                        fields = rest.split()
+                        return int(fields[8]), int(fields[0])  # tx bytes, rx bytes
+        except OSError:
+            return None
+        return None
+
+
+# ----------------------------------------------------------------------------- faults
+
+
+def fault_for(name: str) -> tuple[str, int] | None:
+    """``DDLPERF_FAULT=w1:crash@3`` (or ``hang@3``, ``exit@3``): a test hook that makes rank
+    ``w1`` fail at the start of iteration 3."""
+    text = os.environ.get(FAULT_ENV, "")
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        who, _, what = item.partition(":")
+        kind, _, when = what.partition("@")
+        if who == name and kind in ("crash", "hang", "exit"):
+            return kind, int(when or 0)
+    return None
+
+
+class InjectedFault(RuntimeError):
+    pass
+
+
+def maybe_fault(fault: tuple[str, int] | None, iteration: int, status: Status) -> None:
+    if fault is None or fault[1] != iteration:
+        return
+    kind = fault[0]
+    if kind == "crash":
+        raise InjectedFault(f"injected crash at iteration {iteration} ({FAULT_ENV})")
+    if kind == "exit":
+        os._exit(17)
+    status.set("hang", iteration)
+    while True:  # "hang": stuck in its own work, never talks to peers again
+        time.sleep(3600)
+
+
+# ----------------------------------------------------------------------------- process set-up
+
+
+def single_thread() -> None:
+    """One compute thread per process (2 cores are shared by every rank)."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+
+
+def env_rank() -> tuple[int, int]:
+    missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+               if v not in os.environ]
+    if missing:
+        raise SystemExit(f"error: set {', '.join(missing)} (torchrun does) to start a trainer")
+    return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
+def init_group(spec: dict[str, Any], world: int) -> None:
+    import torch.distributed as dist
+
+    timeout = datetime.timedelta(seconds=float(spec.get("op_timeout_s", 600)))
+    dist.init_process_group("gloo", timeout=timeout, world_size=world,
+                            rank=int(os.environ["RANK"]))
+
+
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    return getattr(torch, TORCH_DTYPES.get(name, "float32"))
+
+
+def element_size(name: str) -> int:
+    return 2 if TORCH_DTYPES.get(name, "float32") in ("float16", "bfloat16") else 4
+
+
+def sleep_until(deadline: float) -> None:
+    """Sleep to an absolute ``time.perf_counter()`` deadline (no drift across many layers)."""
+    remaining = deadline - time.perf_counter()
+    if remaining > 0:
+        time.sleep(remaining)
+
+
+def load_spec(path: str | Path) -> dict[str, Any]:
+    spec = json.loads(Path(path).read_text())
+    if spec.get("format") != SPEC_FORMAT:
+        raise SystemExit(f"error: {path} is not a {SPEC_FORMAT} spec")
+    return spec
+
+
+def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description="ddlperf measure trainer rank")
+    parser.add_argument("--spec", required=True, help="run spec JSON (from ddlperf measure)")
+    parser.add_argument("--records", help="JSONL records file (default: the spec's)")
+    parser.add_argument("--status-dir", help="per-rank status files (launcher hang detection)")
+    return parser.parse_args(argv)
+
+
+def run_rank(argv: list[str] | None, prog: str,
+             body: Callable[[dict[str, Any], dict[str, Any], Recorder, Status], None]) -> None:
+    """Common ``main``: spec, env rendezvous, records; any failure is recorded, then exits 1."""
+    args = parse_args(argv, prog)
+    spec = load_spec(args.spec)
+    rank, world = env_rank()
+    table = rank_table(spec)
+    if world != len(table):
+        raise SystemExit(f"error: WORLD_SIZE={world} but the spec has {len(table)} ranks "
+                         f"({', '.join(e['name'] for e in table)})")
+    me = table[rank]
+    records_path = args.records or spec.get("records")
+    status_dir = args.status_dir or spec.get("status_dir")
+    recorder = Recorder(records_path, {"name": me["name"], "rank": rank, "role": me["role"]})
+    status = Status(status_dir, me["name"])
+    status.set("init")
+    try:
+        single_thread()
+        body(spec, me, recorder, status)
+        status.set("done")
+    except BaseException as exc:
+        status.set("failed")
+        recorder.write({"type": "error", "time": time.time(), "error": f"{type(exc).__name__}: "
+                        f"{exc}", "peer": is_peer_error(exc),
+                        "traceback": traceback.format_exc(limit=6)})
+        recorder.close()
+        if isinstance(exc, SystemExit):
+            raise
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)  # skip gloo's destructors, which can block on dead peers
+    recorder.close()
+
+
+def is_peer_error(exc: BaseException) -> bool:
+    """True when the error says a *peer* went away (a consequence, not the cause)."""
+    text = str(exc).lower()
+    return any(s in text for s in ("connection closed", "connection reset", "broken pipe",
+                                   "read error", "write error", "timed out", "timeout",
+                                   "connection refused", "epipe", "socket closed",
+                                   "transport error", "ecconnreset", "peer"))
