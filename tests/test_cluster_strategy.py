@@ -8,7 +8,7 @@ from ddlperf.strategy import DEFAULT_BUCKET_BYTES
 
 
 def test_goodput_default_is_tcp_over_ethernet():
-    assert TCP_ETHERNET_GOODPUT == pytest.approx(1448 / 1514)
+    assert pytest.approx(1448 / 1514) == TCP_ETHERNET_GOODPUT
     assert Cluster.from_dict({"workers": 2}).goodput == pytest.approx(0.956, abs=5e-4)
 
 
@@ -59,7 +59,7 @@ def test_workers_flag_conflicts_with_config_workers():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [({"sync": "bsp", "staleness": 2}, "only applies to --sync ssp"),
-     ({"sync": "ssp"}, "needs --staleness"),
+     ({"sync": "ssp"}, "add --staleness"),
      ({"sync": "ssp", "staleness": -1}, "≥ 0"),
      ({"arch": "allreduce", "sync": "asp"}, "synchronous"),
      ({"bucket_size": "0MB"}, "--bucket-size"),

@@ -103,9 +103,10 @@ class Cluster(BaseModel):
     @model_validator(mode="after")
     def _possible(self) -> Cluster:
         if self.ps.placement == "colocated" and self.ps.count > self.worker_count:
-            raise ValueError(
+            raise InputError(
+                "ps.placement",
                 f"{self.ps.count} colocated PS shards need at least as many workers "
-                f"(have {self.worker_count}); use placement: dedicated or fewer shards"
+                f"(have {self.worker_count})", "use dedicated placement or fewer shards",
             )
         return self
 

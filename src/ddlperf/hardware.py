@@ -75,6 +75,9 @@ def suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
 
 
 _INLINE_RE = re.compile(r"^\s*([A-Za-z_]+)\s*=\s*([^,]+?)\s*$")
+_FLOPS_RE = re.compile(
+    r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kMGTP]?)(?:FLOPS|FLOP/s|flops)?\s*$"
+)
 
 
 def parse_flops_rate(text: str | float, field: str) -> float:
@@ -82,7 +85,7 @@ def parse_flops_rate(text: str | float, field: str) -> float:
     if isinstance(text, (int, float)):
         value = float(text)
     else:
-        match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kMGTP]?)(?:FLOPS|FLOP/s|flops)?\s*$", text)
+        match = _FLOPS_RE.match(text)
         if not match:
             raise InputError(field, f"cannot read {text!r}", "write it like 125TFLOPS or 1.25e14")
         scale = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}[match.group(2)]
@@ -101,7 +104,8 @@ def device_from_spec(spec: str | dict[str, Any], field: str = "device") -> Devic
         for chunk in spec.split(","):
             match = _INLINE_RE.match(chunk)
             if not match:
-                raise InputError(field, f"cannot read {chunk!r}", "use key=value pairs, e.g. peak=50TFLOPS,bw=900GB/s")
+                raise InputError(field, f"cannot read {chunk!r}",
+                                 "use key=value pairs, e.g. peak=50TFLOPS,bw=900GB/s")
             parts[match.group(1).lower()] = match.group(2)
         return _inline_device(parts, field)
     devices = catalog()
@@ -115,13 +119,16 @@ def _inline_device(spec: dict[str, Any], field: str) -> Device:
     known = {"name", "peak", "peak_flops", "bw", "memory_bandwidth", "eff", "efficiency"}
     unknown = set(spec) - known
     if unknown:
-        raise InputError(f"{field}.{sorted(unknown)[0]}", "is not a device field", f"use {sorted(known)}")
+        raise InputError(f"{field}.{sorted(unknown)[0]}", "is not a device field",
+                         f"use {sorted(known)}")
     peak = spec.get("peak", spec.get("peak_flops"))
     bw = spec.get("bw", spec.get("memory_bandwidth"))
     if peak is None or bw is None:
-        raise InputError(field, "an inline device needs peak and bw", "e.g. name=X,peak=50TFLOPS,bw=900GB/s")
+        raise InputError(field, "an inline device needs peak and bw",
+                         "e.g. name=X,peak=50TFLOPS,bw=900GB/s")
     if isinstance(peak, dict):
-        peaks = {DTYPE_ALIASES.get(k, k): parse_flops_rate(v, f"{field}.peak.{k}") for k, v in peak.items()}
+        peaks = {DTYPE_ALIASES.get(k, k): parse_flops_rate(v, f"{field}.peak.{k}")
+                 for k, v in peak.items()}
         if "fp32" not in peaks:
             raise InputError(f"{field}.peak", "needs an fp32 entry")
     else:

@@ -203,7 +203,7 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
     for group in cluster.workers:
         groups.append(_plan_group(workload, cluster, group, first, rate, notes))
         first += group.count
-    names, sizes, layers, creation_to_grad = _tensor_arrays(workload)
+    names, sizes, layers, _ = _tensor_arrays(workload)
     shards: list[ShardPlan] = []
     placement = np.zeros((len(names), cluster.ps.count))
     if cluster.ps.count:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ddlperf.errors import InputError
 from ddlperf.units import parse_size
 
 # PyTorch DDP's bucket_cap_mb=25 is in MiB.
@@ -36,16 +37,17 @@ class Strategy(BaseModel):
     @model_validator(mode="after")
     def _coherent(self) -> Strategy:
         if self.staleness is not None and self.sync != "ssp":
-            raise ValueError(f"staleness only applies to --sync ssp, not {self.sync}; "
+            raise InputError("--staleness", f"only applies to --sync ssp, not {self.sync}",
                              "add --sync ssp or drop --staleness")
         if self.sync == "ssp":
             if self.staleness is None:
-                raise ValueError("--sync ssp needs --staleness S (an integer ≥ 0)")
+                raise InputError("--sync", "ssp needs a staleness bound",
+                                 "add --staleness S (an integer ≥ 0)")
             if self.staleness < 0:
-                raise ValueError(f"staleness must be ≥ 0, got {self.staleness}")
+                raise InputError("--staleness", f"must be ≥ 0, got {self.staleness}")
         if self.arch == "allreduce" and self.sync != "bsp":
-            raise ValueError(f"ring all-reduce is synchronous; use --sync bsp or --arch ps "
-                             f"(got --sync {self.sync})")
+            raise InputError("--sync", f"ring all-reduce is synchronous (got {self.sync})",
+                             "use --sync bsp or --arch ps")
         return self
 
     @property

@@ -35,7 +35,9 @@ def input_error_from(exc: ValidationError, prefix: str = "") -> InputError:
         message = message[len("Value error, ") :]
     got = err.get("input")
     if isinstance(inner, InputError):
-        return InputError(field_path(loc, prefix), inner.problem, inner.fix)
+        # a model-level check names its own field; a field-level one gets the full path
+        return InputError(field_path(loc, prefix) if loc else inner.field, inner.problem,
+                          inner.fix)
     if err["type"] == "missing":
         return InputError(field_path(loc, prefix), "is required", "add it")
     if err["type"] == "extra_forbidden":

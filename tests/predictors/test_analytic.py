@@ -1,5 +1,7 @@
 """Coarse-grained formulas against hand-computed cases (arithmetic in the comments)."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -100,7 +102,7 @@ def test_asp_saturates_at_ps_bottleneck():
     w = make_workload([(0.001, 0.002, [4_000_000])])
     rates = [run(w, workers=n, ps=1, bandwidth="1Gbps", sync="asp").throughput_samples_per_s
              for n in (1, 2, 4, 16, 64)]
-    assert all(b >= a * 0.999 for a, b in zip(rates, rates[1:]))
+    assert all(b >= a * 0.999 for a, b in itertools.pairwise(rates))
     # the PS downlink serves at most B / 4 MB iterations per second
     assert rates[-1] <= 32 * B_1G / 4e6 * 1.0001
     assert rates[-1] >= 0.95 * 32 * B_1G / 4e6

@@ -23,7 +23,7 @@ import numpy as np
 from ddlperf.cluster import TCP_ETHERNET_GOODPUT
 from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
-from ddlperf.scenario import GroupPlan, Scenario
+from ddlperf.scenario import Scenario
 
 # Below this share of the iteration, exposed communication is not called a bottleneck.
 COMPUTE_BOUND_SHARE = 0.05
@@ -273,7 +273,7 @@ def _ps_async(
     think, demand, population, names = _ps_queueing(sc)
     staleness = sc.strategy.staleness if sc.strategy.sync == "ssp" else None
     extra = np.zeros_like(think)
-    throughput, residence = mva(think, demand, population)
+    throughput, _ = mva(think, demand, population)
     if staleness is not None:
         # Long-run rates are capped by the slowest worker: the others wait at the bound.
         for _ in range(50):
@@ -282,7 +282,7 @@ def _ps_async(
             if np.all(period >= slowest * (1 - 1e-9)):
                 break
             extra = np.maximum(extra + (slowest - period), 0.0)
-            throughput, residence = mva(think + extra, demand, population)
+            throughput, _ = mva(think + extra, demand, population)
     periods = population / throughput
     if bsp_period is not None and np.all(periods >= bsp_period):
         # SSP can always follow the BSP schedule, so it is never slower than BSP.
@@ -346,7 +346,10 @@ def _allreduce(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]
         tensor_ready, backward_end = backward_ready(
             sc, group, group.forward_s + group.unattributed_s)
         # Offsetting by the optimizer step turns "all start together" into the steady state.
-        bucket_ready = tensor_ready[last] if sc.strategy.overlap else np.full(len(last), backward_end)
+        if sc.strategy.overlap:
+            bucket_ready = tensor_ready[last]
+        else:
+            bucket_ready = np.full(len(last), backward_end)
         ready = np.maximum(ready, update + bucket_ready)
         end_all = max(end_all, update + backward_end)
         computes.append(group.compute_s + update)

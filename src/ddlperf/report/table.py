@@ -75,7 +75,7 @@ def _worker_rows(workers: list[WorkerResult]) -> list[tuple[str, WorkerResult, i
     rows: list[tuple[str, WorkerResult, int]] = []
     for w in workers:
         if rows:
-            label, first, count = rows[-1]
+            _label, first, count = rows[-1]
             same = (first.group, first.iteration_time_s, first.compute_s, first.wait_s) == (
                 w.group, w.iteration_time_s, w.compute_s, w.wait_s)
             if same:

@@ -1,0 +1,257 @@
+"""Measurement records (JSONL) and the steady-state summary built from them.
+
+Every rank appends one JSON object per line to ``records.jsonl`` as it goes (see
+:class:`ddlperf.measure.trainer_common.Recorder`); an interrupted run keeps every complete line
+and a truncated last line is skipped. Record types:
+
+- ``iteration`` (workers): ``iteration``, ``start``/``end`` (Unix seconds), ``duration_s``,
+  ``compute_s`` (measured; emulated device time or real CPU, see ``compute``), ``forward_s``,
+  ``backward_s``, ``pull_wait_s``/``push_wait_s`` (PS) or ``allreduce_exposed_s`` (DDP),
+  ``payload_sent_bytes``/``payload_received_bytes`` (what the trainer sent/received) and, in an
+  emulated cluster, ``wire_sent_bytes``/``wire_received_bytes`` (the host NIC's counters).
+- ``serve`` (PS shards, per worker and iteration): ``gate_wait_s`` (synchronization wait),
+  ``send_s``, ``recv_s``, ``update_s``.
+- ``single`` (real compute alone, no communication), ``error`` (a rank's failure), and the
+  launcher's ``run`` / ``probe`` / ``failure`` / ``end`` lines.
+
+Steady state: iterations ≥ ``warmup`` that lie inside the window where every worker was running
+(from the latest first steady start to the earliest last end), so ASP workers that finish early
+do not leave the others' last iterations running alone. Per worker the iteration time is the
+median of those iterations; percentiles are over all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ddlperf.io import write_atomic
+from ddlperf.prediction import Prediction, ResourceUse, WorkerResult
+
+COMPUTE_BOUND_SHARE = 0.05  # below this share of the iteration, communication is not the story
+QUANTILES = {"p5": 0.05, "p25": 0.25, "p50": 0.5, "p75": 0.75, "p95": 0.95}
+
+
+def read_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:
+    """All complete records and the number of lines skipped (a truncated or garbled line)."""
+    records: list[dict[str, Any]] = []
+    skipped = 0
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return [], 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            skipped += 1
+            continue
+        if isinstance(item, dict):
+            records.append(item)
+        else:
+            skipped += 1
+    return records, skipped
+
+
+def append_record(path: str | Path, record: dict[str, Any]) -> None:
+    """Append one line from the launcher (same format as the ranks' lines)."""
+    from ddlperf.measure.trainer_common import Recorder
+
+    recorder = Recorder(path)
+    recorder.write(record)
+    recorder.close()
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) without numpy."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {key: quantile(values, q) for key, q in QUANTILES.items()}
+
+
+def worker_iterations(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Worker name → its iteration records, by iteration (a repeated iteration keeps the last)."""
+    by_name: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for r in records:
+        if r.get("type") == "iteration" and r.get("role", "worker") == "worker":
+            by_name[str(r["name"])][int(r["iteration"])] = r
+    return {name: [its[i] for i in sorted(its)] for name, its in sorted(
+        by_name.items(), key=lambda kv: _natural(kv[0]))}
+
+
+def _natural(name: str) -> tuple[str, int]:
+    head = name.rstrip("0123456789")
+    tail = name[len(head):]
+    return head, int(tail) if tail else -1
+
+
+def steady_state(
+    iterations: dict[str, list[dict[str, Any]]], warmup: int
+) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """Per worker the steady iterations (see the module docstring) and notes on fallbacks."""
+    notes: list[str] = []
+    after = {name: [r for r in its if int(r["iteration"]) >= warmup]
+             for name, its in iterations.items()}
+    empty = [name for name, its in after.items() if not its]
+    if empty:
+        notes.append(f"no iterations after warm-up for {', '.join(empty)}")
+        after = {n: its for n, its in after.items() if its}
+    if not after:
+        return {}, notes
+    typical = statistics.median(float(r["duration_s"]) for its in after.values() for r in its)
+    slack = 0.5 * typical
+    lo = max(float(its[0]["start"]) for its in after.values()) - slack
+    hi = min(float(its[-1]["end"]) for its in after.values()) + slack
+    steady: dict[str, list[dict[str, Any]]] = {}
+    for name, its in after.items():
+        inside = [r for r in its if float(r["start"]) >= lo and float(r["end"]) <= hi]
+        if not inside:
+            notes.append(f"{name}: no iteration inside the window where all workers ran; "
+                         "used all its post-warm-up iterations")
+            inside = its
+        steady[name] = inside
+    return steady, notes
+
+
+def _median(values: Iterable[float]) -> float:
+    values = list(values)
+    return float(statistics.median(values)) if values else 0.0
+
+
+def gate_waits(records: Iterable[dict[str, Any]]) -> dict[tuple[str, int], float]:
+    """(worker, iteration) → synchronization wait at the PS (longest over shards)."""
+    waits: dict[tuple[str, int], float] = {}
+    for r in records:
+        if r.get("type") == "serve":
+            key = (str(r["worker"]), int(r["iteration"]))
+            waits[key] = max(waits.get(key, 0.0), float(r.get("gate_wait_s", 0.0)))
+    return waits
+
+
+def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Prediction:
+    """The Measurement: a :class:`Prediction` with ``kind='measurement'``, ``method='measured'``.
+
+    ``context`` keys: ``workers`` (spec workers: name, group, device, batch_size), ``arch``,
+    ``warmup``, ``label`` (compute label), ``single_worker`` (dict with
+    ``throughput_samples_per_s``), ``standalone`` (worker name → samples/s alone),
+    ``links`` (link name → {"rate_Bps": payload bytes/s, "bytes": {worker: bytes/iteration}}),
+    ``inputs`` and ``notes``.
+    """
+    notes = list(context.get("notes", []))
+    steady, steady_notes = steady_state(worker_iterations(records), int(context["warmup"]))
+    notes += steady_notes
+    if not steady:
+        raise ValueError("no steady-state iterations recorded")
+    spec_workers = {w["name"]: w for w in context["workers"]}
+    waits = gate_waits(records) if context["arch"] == "ps" else {}
+    medians = {n: _median(float(r["duration_s"]) for r in its) for n, its in steady.items()}
+    computes = {n: _median(float(r["compute_s"]) for r in its) for n, its in steady.items()}
+    slowest_compute = max(computes.values())
+    workers: list[WorkerResult] = []
+    for name, its in steady.items():
+        period, comp = medians[name], min(computes[name], medians[name])
+        rest = max(period - comp, 0.0)
+        if context["arch"] == "ps":
+            wait = _median(waits.get((name, int(r["iteration"])), 0.0) for r in its)
+        else:
+            wait = slowest_compute - comp
+        wait = min(max(wait, 0.0), rest)
+        info = spec_workers.get(name, {})
+        batch = int(info.get("batch_size", 0))
+        workers.append(WorkerResult(
+            name=name, group=str(info.get("group", "w")), device=info.get("device_label"),
+            batch_size=batch, iteration_time_s=period,
+            throughput_samples_per_s=batch / period if period > 0 else 0.0,
+            compute_s=comp, communication_s=rest - wait, wait_s=wait,
+        ))
+    count = len(workers)
+    throughput = sum(w.throughput_samples_per_s for w in workers)
+    mean = lambda key: sum(getattr(w, key) for w in workers) / count  # noqa: E731
+    period = mean("iteration_time_s")
+    resources = _resources(context.get("links", {}), medians, period)
+    single = dict(context["single_worker"])
+    standalone = context.get("standalone") or {}
+    standalone_sum = sum(standalone.get(w.name, single["throughput_samples_per_s"])
+                         for w in workers)
+    samples = [float(r["duration_s"]) for its in steady.values() for r in its]
+    percentiles = {"iteration_time_s": spread(samples)}
+    for name, its in steady.items():
+        percentiles[f"iteration_time_s.{name}"] = spread([float(r["duration_s"]) for r in its])
+    bottleneck = _bottleneck(workers, resources)
+    return Prediction(
+        method="measured",
+        iteration_time_s=period,
+        throughput_samples_per_s=throughput,
+        speedup=throughput / float(single["throughput_samples_per_s"]),
+        scaling_efficiency=throughput / standalone_sum if standalone_sum > 0 else 0.0,
+        bottleneck=bottleneck,
+        breakdown_s={"compute": mean("compute_s"), "communication": mean("communication_s"),
+                     "wait": mean("wait_s")},
+        workers=workers,
+        single_worker=single,
+        resources=resources,
+        inputs=dict(context.get("inputs", {})),
+        notes=notes,
+        percentiles=percentiles,
+        kind="measurement",
+    )
+
+
+def _resources(links: dict[str, dict[str, Any]], medians: dict[str, float],
+               period: float) -> list[ResourceUse]:
+    """Link utilization inferred from the expected payload per worker iteration, each worker's
+    measured iteration time and the link's probed (or configured) goodput."""
+    out = []
+    for name, link in links.items():
+        rate = float(link["rate_Bps"])
+        if rate <= 0:
+            continue
+        per_second = sum(b / medians[w] for w, b in link["bytes"].items()
+                         if w in medians and medians[w] > 0)
+        utilization = per_second / rate
+        out.append(ResourceUse(name, utilization * period, utilization))
+    return out
+
+
+def _bottleneck(workers: list[WorkerResult], resources: list[ResourceUse]) -> str:
+    """Inferred simply: compute if communication + wait are a small share; a straggler if
+    waiting dominates; otherwise the most utilized link."""
+    period = sum(w.iteration_time_s for w in workers) / len(workers)
+    comm = sum(w.communication_s for w in workers) / len(workers)
+    wait = max(w.wait_s for w in workers)
+    if comm + wait <= COMPUTE_BOUND_SHARE * period:
+        return "compute"
+    if wait > comm and wait > COMPUTE_BOUND_SHARE * period:
+        slowest = max(workers, key=lambda w: w.compute_s)
+        return f"straggler {slowest.name}"
+    if resources:
+        return max(resources, key=lambda r: r.utilization).name
+    return "communication"
+
+
+def write_summary(path: str | Path, measurement: Prediction) -> Path:
+    """measurement.json, written atomically (a reader never sees half of it)."""
+    return write_atomic(path, json.dumps(measurement.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def load_summary(path: str | Path) -> Prediction:
+    """Read a measurement.json back into a Prediction (kind='measurement')."""
+    data = json.loads(Path(path).read_text())
+    data["workers"] = [WorkerResult(**w) for w in data.get("workers", [])]
+    data["resources"] = [ResourceUse(**r) for r in data.get("resources", [])]
+    return Prediction(**data)

@@ -1,0 +1,74 @@
+"""A compute stream: one operation at a time, first come first served.
+
+A worker's device runs its forward/backward kernels in order; a PS shard applies updates one
+after another; a colocated shard's updates queue on its host's stream between the worker's own
+kernels. One small FIFO server covers all three.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from ddlperf.predictors.simulate.engine import Engine
+
+#: trace record of one operation: (label, start, end, iteration)
+OpRecord = tuple[str, float, float, int]
+
+
+class Processor:
+    """FIFO server on the engine's clock with busy-time accounting and an optional op log."""
+
+    __slots__ = ("_acc", "_engine", "_queue", "_reset_at", "_started", "busy", "log", "name")
+
+    def __init__(self, engine: Engine, name: str, log: list[OpRecord] | None = None) -> None:
+        self._engine = engine
+        self.name = name
+        self.log = log
+        self.busy = False
+        self._queue: deque[tuple[float, Callable[..., Any], tuple[Any, ...], str, int]] = deque()
+        self._acc = 0.0
+        self._reset_at = 0.0
+        self._started = 0.0
+
+    def submit(
+        self, duration: float, done: Callable[..., Any], args: tuple[Any, ...] = (),
+        label: str = "", iteration: int = -1,
+    ) -> None:
+        """Run ``duration`` seconds of work once the stream is free, then call ``done(*args)``."""
+        if self.busy:
+            self._queue.append((duration, done, args, label, iteration))
+        else:
+            self._run(duration, done, args, label, iteration)
+
+    def _run(self, duration: float, done: Callable[..., Any], args: tuple[Any, ...],
+             label: str, iteration: int) -> None:
+        self.busy = True
+        self._started = self._engine.now
+        self._engine.schedule(duration, self._finish, done, args, label, iteration)
+
+    def _finish(self, done: Callable[..., Any], args: tuple[Any, ...], label: str,
+                iteration: int) -> None:
+        now = self._engine.now
+        start = self._started
+        self._acc += now - (start if start > self._reset_at else self._reset_at)
+        if self.log is not None:
+            self.log.append((label, start, now, iteration))
+        self.busy = False
+        if self._queue:  # queued work goes first: what ``done`` submits waits its turn
+            self._run(*self._queue.popleft())
+        done(*args)
+
+    def reset_accounting(self) -> None:
+        """Count busy time from now on (drops the warm-up)."""
+        self._acc = 0.0
+        self._reset_at = self._engine.now
+
+    def busy_time(self) -> float:
+        """Seconds busy since the last reset, including the operation in progress."""
+        now = self._engine.now
+        if not self.busy:
+            return self._acc
+        start = self._started if self._started > self._reset_at else self._reset_at
+        return self._acc + now - start

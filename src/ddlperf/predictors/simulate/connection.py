@@ -1,0 +1,68 @@
+"""A connection: messages from one node to another, back to back, each delivered α later.
+
+Why: a worker sends its gradients for one PS shard over one TCP connection, one message after
+another in the order they were produced; messages to different shards travel in parallel and
+share the worker's uplink. Modelled as one network flow per busy connection (the allocation only
+changes when a connection becomes busy or idle, see ``follow`` in :mod:`.network`), with the
+per-message latency α added at the receiver: message k arrives at (its last byte sent) + α, so
+latency is paid once per message but does not stall the pipe.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ddlperf.predictors.simulate.compute import OpRecord
+from ddlperf.predictors.simulate.network import Flow, Link, Network
+
+
+class Connection:
+    """FIFO message stream over ``links``; ``weight`` identical senders move together."""
+
+    __slots__ = ("_deliver", "_latency", "_links", "_net", "_queue", "_weight", "flow", "log",
+                 "name")
+
+    def __init__(
+        self, net: Network, links: Sequence[Link], weight: float, latency: float,
+        deliver: Callable[[Any], Any], name: str, log: list[OpRecord] | None = None,
+    ) -> None:
+        self._net = net
+        self._links = tuple(links)
+        self._weight = weight
+        self._latency = latency
+        self._deliver = deliver
+        self._queue: deque[tuple[float, tuple[Any, str, int]]] = deque()
+        self.flow: Flow | None = None
+        self.name = name
+        self.log = log
+
+    def send(self, size: float, payload: Any, label: str = "", iteration: int = -1) -> None:
+        """Queue a message; ``deliver(payload)`` is called when it has arrived."""
+        tag = (payload, label, iteration)
+        if self.flow is None:
+            self.flow = self._net.start(size, self._links, weight=self._weight,
+                                        on_complete=self._ended, tag=tag, follow=self._follow)
+        else:
+            self._queue.append((size, tag))
+
+    def _arrive(self, flow: Flow) -> None:
+        payload, label, iteration = flow.tag
+        if self.log is not None:
+            self.log.append((label, flow.start_time, self._net.engine.now, iteration))
+        if self._latency > 0.0:
+            self._net.engine.schedule(self._latency, self._deliver, payload)
+        else:
+            self._deliver(payload)
+
+    def _follow(self, flow: Flow) -> tuple[float, Any] | None:
+        self._arrive(flow)
+        return self._queue.popleft() if self._queue else None
+
+    def _ended(self, flow: Flow) -> None:
+        self.flow = None
+        if self._queue:  # something was queued while the last message was being delivered
+            size, tag = self._queue.popleft()
+            self.flow = self._net.start(size, self._links, weight=self._weight,
+                                        on_complete=self._ended, tag=tag, follow=self._follow)

@@ -1,0 +1,61 @@
+"""What a run records per worker, and when the run is warm and when it is over.
+
+Per unit and iteration ``t``: the time the iteration started (its first operation began), the
+compute seconds of its own operations, and the time it stood at the iteration gate before
+starting (SSP bound, all-reduce of the previous iteration). Iteration time = mean of the step
+periods ``start[t+1] − start[t]`` over the measured iterations (warm-up excluded), which equals
+(span of the window) / (iterations in it), so it is exactly what throughput is made of.
+
+The run is *warm* once every unit has started iteration ``warmup`` (link and PS accounting is
+reset then) and *over* once every unit has started iteration ``warmup + iterations``; faster
+workers under ASP/SSP keep going until then and are measured over all the iterations they did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ddlperf.predictors.simulate.engine import Engine
+
+
+class Recorder:
+    """Iteration marks, compute and gate wait per unit; stops the engine when all are done."""
+
+    def __init__(
+        self, engine: Engine, units: int, warmup: int, iterations: int,
+        on_warm: Callable[[], None],
+    ) -> None:
+        self.engine = engine
+        self.warmup = warmup
+        self.last = warmup + iterations
+        self.starts: list[list[float]] = [[] for _ in range(units)]
+        self.gate: list[list[float]] = [[] for _ in range(units)]
+        self.compute: list[list[float]] = [[] for _ in range(units)]
+        self.warm_at = 0.0
+        self.end_at = 0.0
+        self._on_warm = on_warm
+        self._n = units
+        self._warm = 0
+        self._done = 0
+
+    def iteration_started(self, unit: int, t: int, gate_wait: float) -> None:
+        now = self.engine.now
+        self.starts[unit].append(now)
+        self.gate[unit].append(gate_wait)
+        if t == self.warmup:
+            self._warm += 1
+            if self._warm == self._n:
+                self.warm_at = now
+                self._on_warm()
+        if t == self.last:
+            self._done += 1
+            if self._done == self._n:
+                self.end_at = now
+                self.engine.stop()
+
+    def iteration_ended(self, unit: int, t: int, compute_s: float) -> None:
+        self.compute[unit].append(compute_s)
+
+    @property
+    def finished(self) -> bool:
+        return self._done == self._n

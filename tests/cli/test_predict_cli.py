@@ -1,0 +1,121 @@
+"""``ddlperf predict``, ``models`` and ``devices`` through the CLI, as a user runs them."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+import ddlperf.cli  # noqa: F401  (registers the commands)
+from ddlperf.cli.app import app
+
+runner = CliRunner()
+REQUIRED = {"iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",
+            "bottleneck", "breakdown_s", "workers", "inputs"}
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_default_prints_a_table():
+    result = invoke("predict")
+    assert result.exit_code == 0, result.output
+    assert "iteration time" in result.output and "bottleneck" in result.output
+    assert "resnet50" in result.output
+
+
+def test_json_has_documented_keys():
+    result = invoke("predict", "--json", "--workers", "4", "--ps", "1")
+    data = json.loads(result.stdout)
+    assert REQUIRED <= data.keys()
+    assert set(data["breakdown_s"]) == {"compute", "communication", "wait"}
+    assert len(data["workers"]) == 4
+    assert {"name", "iteration_time_s", "throughput_samples_per_s"} <= data["workers"][0].keys()
+    assert data["inputs"]["cluster"]["bandwidth"] == 10e9
+    assert data["inputs"]["strategy"]["sync"] == "bsp"
+
+
+def test_flags_reach_the_model():
+    slow = json.loads(invoke("predict", "--json", "--bandwidth", "1Gbps").stdout)
+    fast = json.loads(invoke("predict", "--json", "--bandwidth", "100Gbps").stdout)
+    assert fast["iteration_time_s"] < slow["iteration_time_s"]
+    ring = json.loads(invoke("predict", "--json", "--arch", "allreduce", "--workers", "16",
+                             "--bucket-size", "10MB").stdout)
+    assert ring["inputs"]["strategy"]["bucket_bytes"] == 10e6
+    assert ring["bottleneck"].startswith(("ring", "compute"))
+
+
+def test_config_file(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bandwidth: 25GbE\nworkers:\n  - {count: 3, device: V100}\n"
+                   "  - {name: old, count: 1, device: K80}\nps: {count: 1}\n")
+    data = json.loads(invoke("predict", "--json", "--config", str(cfg)).stdout)
+    assert data["bottleneck"] == "straggler w3"
+    assert [w["device"] for w in data["workers"]] == ["V100", "V100", "V100", "K80"]
+
+
+def test_workload_file(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({
+        "format": "ddlperf.workload/1", "name": "toy", "batch_size": 32,
+        "layers": [{"name": "fc", "forward_s": 0.001, "backward_s": 0.002,
+                    "tensors": [{"name": "fc.weight", "bytes": 4000000}]}]}))
+    data = json.loads(invoke("predict", "--json", "--workload", str(path)).stdout)
+    assert data["inputs"]["workload"]["name"] == "toy"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(["--model", "resnet5"], "resnet50"),
+     (["--device", "V10"], "V100"),
+     (["--bandwidth", "-1Gbps"], "--bandwidth"),
+     (["--bandwidth", "fast"], "--bandwidth"),
+     (["--latency", "5 lightyears"], "--latency"),
+     (["--workers", "0"], "--workers"),
+     (["--staleness", "2"], "--staleness"),
+     (["--sync", "ssp", "--staleness", "-1"], "--staleness"),
+     (["--arch", "allreduce", "--sync", "asp"], "--sync"),
+     (["--ps", "0"], "--ps"),
+     (["--workload", "/nonexistent.json"], "does not exist"),
+     (["--config", "/nonexistent.yaml"], "does not exist"),
+     (["--bucket-size", "0MB"], "--bucket-size")],
+)
+def test_bad_input_is_one_line_exit_2(args, needle):
+    result = invoke("predict", *args)
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_malformed_config(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("workers: [count: 3\n")
+    result = invoke("predict", "--config", str(cfg))
+    assert result.exit_code == 2 and "not valid YAML" in result.stderr
+
+
+def test_models_and_devices():
+    models = json.loads(invoke("models", "--json").stdout)
+    assert {"resnet50", "bert_base", "gpt2", "vgg16"} <= {m["name"] for m in models}
+    devices = json.loads(invoke("devices", "--json").stdout)["devices"]
+    assert {"K80", "P100", "V100", "T4", "A10", "A100", "H100", "H200", "cpu"} <= devices.keys()
+    assert all(d["source"] for d in devices.values())
+
+
+def test_prediction_path_never_imports_torch():
+    code = ("import sys, ddlperf, ddlperf.cli; "
+            "ddlperf.predict('resnet50', workers=4); ddlperf.predict('gpt2', arch='allreduce'); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_console_script_runs():
+    out = subprocess.run([sys.executable, "-m", "ddlperf", "predict", "--json", "--workers", "2"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["inputs"]["cluster"]["workers"][0]["count"] == 2
