@@ -153,13 +153,18 @@ class Workload(BaseModel):
             )
             for layer in self.layers
         )
-        return self.model_copy(
-            update={
-                "layers": layers,
-                "unattributed_s": self.unattributed_s * factor,
-                "update_s_per_byte": self.update_s_per_byte * factor,
-            }
+        return self.with_updates(
+            layers=layers,
+            unattributed_s=self.unattributed_s * factor,
+            update_s_per_byte=self.update_s_per_byte * factor,
         )
+
+    def with_updates(self, **changes: Any) -> Workload:
+        """A validated copy with ``changes``; cached derived views are not carried over."""
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        data.update(self.model_extra or {})
+        data.update(changes)
+        return type(self).model_validate(data)
 
     # ---- I/O ----
 

@@ -345,16 +345,14 @@ def _analytic(subject: Subject, dev: Device, dtype: str, optimizer: str) -> Work
 
 def _calibrated(workload: Workload, step_s: float, extra: dict[str, Any]) -> Workload:
     """Scale layer times so Σ(forward + backward) equals ``step_s``; shares stay analytic."""
-    # summed here, not workload.compute_s: model_copy() would carry that cached value over
-    total = sum(layer.forward_s + layer.backward_s for layer in workload.layers)
-    total += workload.unattributed_s
+    total = workload.compute_s
     if total <= 0:
         raise InputError("--calibrate", "the analytic estimate is zero; nothing to scale")
     factor = step_s / total
     scaled = workload.scaled(factor)
     provenance = {**workload.provenance, "method": "calibrated", "step_s_median": step_s,
                   "calibration_factor": factor, "analytic_device": workload.device, **extra}
-    return scaled.model_copy(update={"provenance": provenance})
+    return scaled.with_updates(provenance=provenance)
 
 
 def _calibrate_measured(subject: Subject, where: torch.device, dtype: str, warmup: int,
@@ -370,9 +368,8 @@ def _calibrate_measured(subject: Subject, where: torch.device, dtype: str, warmu
         **_environment(where, threads, warmup, repetitions),
         "update_s_per_byte": update,
     })
-    return workload.model_copy(update={
-        "device": _device_label(where), "update_s_per_byte": update[optimizer],
-    })
+    return workload.with_updates(device=_device_label(where),
+                                 update_s_per_byte=update[optimizer])
 
 
 def _catalog_device(where: torch.device) -> Device:

@@ -22,6 +22,7 @@ from ddlperf.predictors.simulate.engine import Engine
 from ddlperf.predictors.simulate.jitter import OpDurations
 from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.units import Unit
+from ddlperf.scenario import Scenario
 
 OPT, FWD, MISC, BWD = 0, 1, 2, 3
 
@@ -153,3 +154,34 @@ class Worker:
             self.backward_done(t)
         if not self.running:
             self._next()
+
+
+def unit_operations(
+    sc: Scenario, unit: Unit, optimizer_s: float, jitter: float | None,
+    rng: np.random.Generator | None,
+) -> tuple[list[tuple[int, int]], OpDurations, list[str]]:
+    """Operations, their (noisy) durations and labels for one unit of ``sc``.
+
+    ``jitter`` None: the workload's per-layer forward/backward cv (0 for the optimizer and
+    unattributed steps); a number: that cv for every operation.
+    """
+    group = unit.group
+    layers = sc.workload.layers
+    if jitter is None:
+        fwd_cv = np.array([layer.forward_cv for layer in layers], dtype=float)
+        bwd_cv = np.array([layer.backward_cv for layer in layers], dtype=float)
+        other = 0.0
+    else:
+        fwd_cv = bwd_cv = np.full(len(layers), float(jitter))
+        other = float(jitter)
+    ops, base, cv, labels = iteration_ops(
+        group.forward, group.backward, group.unattributed_s, optimizer_s, fwd_cv, bwd_cv, other,
+        [layer.name for layer in layers])
+    return ops, OpDurations(base, cv, rng), labels
+
+
+def has_jitter(sc: Scenario, jitter: float | None) -> bool:
+    """Whether any compute operation is noisy (then every worker is simulated on its own)."""
+    if jitter is not None:
+        return jitter > 0
+    return any(layer.forward_cv > 0 or layer.backward_cv > 0 for layer in sc.workload.layers)

@@ -1,0 +1,418 @@
+"""Start trainer ranks: on an emulated cluster (and watch them), or as torchrun command lines.
+
+- :func:`build_spec` turns a resolved Scenario into the trainers' JSON spec (tensors in
+  gradient order, sharding parts from the Scenario's placement, per-worker layer seconds).
+- :func:`expected_traffic` is the payload every host link must carry per iteration.
+- :func:`run_emulated` starts one process per rank in its host's namespace (and CPU cgroup),
+  watches them and stops the run — naming the rank — when one crashes or makes no progress for
+  ``timeout`` seconds. Every rank process is killed on the way out, whatever happened.
+- :func:`torchrun_commands` prints what to run on each real host.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ddlperf.errors import InputError
+from ddlperf.measure.records import read_records
+from ddlperf.measure.trainer_common import (
+    EMULATED_LABEL,
+    REAL_LABEL,
+    SPEC_FORMAT,
+    Status,
+    element_size,
+    hosts_of,
+    rank_table,
+    read_status,
+)
+from ddlperf.scenario import Scenario
+
+MASTER_PORT = 29500
+MODULES = {"ps": "ddlperf.measure.ps_trainer", "allreduce": "ddlperf.measure.ddp_trainer"}
+POLL_S = 0.1
+
+
+class RunFailed(RuntimeError):
+    """A rank crashed or hung; the message names it. ``rank_name`` is the culprit."""
+
+    def __init__(self, message: str, rank_name: str | None = None) -> None:
+        super().__init__(message)
+        self.rank_name = rank_name
+
+
+# ----------------------------------------------------------------------------- spec
+
+
+def split_parts(numel: int, shares: np.ndarray) -> list[tuple[int, int, int]]:
+    """(shard, start, numel) parts of one tensor from its bytes per shard (placement row)."""
+    held = [k for k in range(len(shares)) if shares[k] > 0]
+    if len(held) == 1:
+        return [(held[0], 0, numel)]
+    total = float(sum(shares[k] for k in held))
+    parts, start, acc = [], 0, 0.0
+    for k in held:
+        acc += float(shares[k])
+        stop = round(numel * acc / total)
+        if stop > start:
+            parts.append((k, start, stop - start))
+        start = stop
+    return parts
+
+
+def build_spec(
+    scenario: Scenario,
+    *,
+    compute: str,
+    iterations: int,
+    warmup: int,
+    model: str | None = None,
+    records: str | None = None,
+    status_dir: str | None = None,
+    seed: int = 0,
+    lr: float = 0.01,
+    momentum: float = 0.9,
+    op_timeout_s: float = 600.0,
+) -> dict[str, Any]:
+    """The trainers' JSON spec (self-contained: no ddlperf objects needed to read it)."""
+    sc = scenario
+    dtype = sc.workload.dtype
+    size = element_size(dtype)
+    tensors = [{"name": name, "bytes": float(b), "layer": int(layer),
+                "numel": max(1, math.ceil(float(b) / size))}
+               for name, b, layer in zip(sc.tensor_names, sc.tensor_bytes, sc.tensor_layer)]
+    forward_order = [int(j) for j in np.argsort(sc.tensor_layer, kind="stable")]
+    parts = ([split_parts(t["numel"], sc.placement[j]) for j, t in enumerate(tensors)]
+             if sc.cluster.ps.count else [])
+    label = REAL_LABEL if compute == "real" else EMULATED_LABEL
+    workers = []
+    for i in range(sc.worker_count):
+        g = sc.group_of(i)
+        device = "CPU" if compute == "real" else (g.device or "device")
+        workers.append({
+            "name": f"w{i}", "index": i, "group": g.name, "device": g.device,
+            "device_label": f"{device} ({label})", "batch_size": g.batch_size,
+            "forward": [float(x) for x in g.forward], "backward": [float(x) for x in g.backward],
+            "unattributed_s": float(g.unattributed_s),
+            "update_s_per_byte": float(g.update_s_per_byte),
+        })
+    return {
+        "format": SPEC_FORMAT,
+        "arch": sc.strategy.arch,
+        "sync": sc.strategy.effective_sync,
+        "staleness": sc.strategy.staleness,
+        "overlap": sc.strategy.overlap,
+        "bucket_bytes": float(sc.strategy.bucket_bytes),
+        "placement": sc.cluster.ps.placement,
+        "shards": sc.cluster.ps.count,
+        "compute": compute,
+        "compute_label": label,
+        "model": model,
+        "workload": sc.workload.name,
+        "dtype": dtype,
+        "layers": [layer.name for layer in sc.workload.layers],
+        "tensors": tensors,
+        "forward_order": forward_order,
+        "parts": parts,
+        "workers": workers,
+        "iterations": iterations,
+        "warmup": warmup,
+        "seed": seed,
+        "lr": lr,
+        "momentum": momentum,
+        "records": records,
+        "status_dir": status_dir,
+        "op_timeout_s": op_timeout_s,
+    }
+
+
+def expected_traffic(spec: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """Payload bytes per iteration: host → {"uplink"|"downlink": {worker: bytes}}.
+
+    PS: each worker pushes its gradient parts to, and pulls the parameter parts from, every
+    shard on another host. Ring all-reduce: 2(N−1)/N × S each way per worker.
+    """
+    table = rank_table(spec)
+    hosts = hosts_of(table)
+    out = {h: {"uplink": {}, "downlink": {}} for h in hosts}
+
+    def add(host: str, direction: str, worker: str, n_bytes: float) -> None:
+        box = out[host][direction]
+        box[worker] = box.get(worker, 0.0) + n_bytes
+
+    size = element_size(spec["dtype"])
+    workers = [e for e in table if e["role"] == "worker"]
+    if spec["arch"] == "allreduce":
+        n = len(workers)
+        total = size * sum(t["numel"] for t in spec["tensors"])
+        volume = 2 * (n - 1) / n * total if n > 1 else 0.0
+        for w in workers:
+            add(w["host"], "uplink", w["name"], volume)
+            add(w["host"], "downlink", w["name"], volume)
+        return out
+    shard_host = {e["index"]: e["host"] for e in table if e["role"] == "ps"}
+    for w in workers:
+        for tensor_parts in spec["parts"]:
+            for (k, _s, n) in tensor_parts:
+                if shard_host[k] == w["host"]:
+                    continue
+                add(w["host"], "uplink", w["name"], size * n)      # push
+                add(shard_host[k], "downlink", w["name"], size * n)
+                add(shard_host[k], "uplink", w["name"], size * n)  # pull
+                add(w["host"], "downlink", w["name"], size * n)
+    return out
+
+
+# ----------------------------------------------------------------------------- emulated run
+
+
+@dataclass
+class _Rank:
+    entry: dict[str, Any]
+    proc: subprocess.Popen
+    log: Path
+    started: float
+    killed: bool = False
+
+
+@dataclass
+class RunResult:
+    seconds: float
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _env(entry: dict[str, Any], world: int, master: str, port: int) -> dict[str, str]:
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
+    env.update({
+        "RANK": str(entry["rank"]), "WORLD_SIZE": str(world), "LOCAL_RANK":
+        str(entry["local_rank"]), "MASTER_ADDR": master, "MASTER_PORT": str(port),
+        "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1", "TORCH_CPP_LOG_LEVEL": "ERROR",
+    })
+    return env
+
+
+def run_emulated(
+    cluster: Any,
+    spec: dict[str, Any],
+    spec_path: Path,
+    out: Path,
+    timeout: float,
+    progress: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Run every rank on the emulated cluster until all exit 0; raise :class:`RunFailed`."""
+    table = rank_table(spec)
+    module = MODULES[spec["arch"]]
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    master = cluster.ip(table[0]["host"])
+    ranks: list[_Rank] = []
+    began = time.monotonic()
+    try:
+        for entry in table:
+            log = logs / f"{entry['name']}.log"
+            argv = [sys.executable, "-m", module, "--spec", str(spec_path)]
+            with open(log, "wb") as handle:
+                proc = cluster.popen(entry["host"], argv, stdin=subprocess.DEVNULL,
+                                     stdout=handle, stderr=subprocess.STDOUT,
+                                     env=_env(entry, len(table), master, MASTER_PORT),
+                                     start_new_session=True)
+            ranks.append(_Rank(entry, proc, log, time.monotonic()))
+        _watch(ranks, spec, timeout, progress)
+    finally:
+        stop_ranks(ranks)
+    return RunResult(time.monotonic() - began)
+
+
+def stop_ranks(ranks: list[_Rank], grace_s: float = 2.0) -> None:
+    """SIGTERM every rank still running, SIGKILL after ``grace_s``; reap them all."""
+    alive = [r for r in ranks if r.proc.poll() is None]
+    for r in alive:
+        r.killed = True
+        try:
+            os.killpg(r.proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            r.proc.terminate()
+    deadline = time.monotonic() + grace_s
+    for r in alive:
+        try:
+            r.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(r.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                r.proc.kill()
+            r.proc.wait()
+
+
+def _watch(ranks: list[_Rank], spec: dict[str, Any], timeout: float,
+           progress: Callable[[str], None] | None) -> None:
+    records_path = Path(spec["records"])
+    status_dir = Path(spec["status_dir"])
+    total = int(spec["warmup"]) + int(spec["iterations"])
+    offset = 0
+    last = {r.entry["name"]: time.monotonic() for r in ranks}
+    counts = dict.fromkeys(last, 0)
+    errors: dict[str, dict[str, Any]] = {}
+    reported = -1
+    while True:
+        offset = _tail(records_path, offset, last, counts, errors)
+        codes = {r.entry["name"]: r.proc.poll() for r in ranks}
+        failed = [r for r in ranks if codes[r.entry["name"]] not in (None, 0)]
+        if failed:
+            time.sleep(0.3)  # let the culprit's error line land before judging
+            _tail(records_path, offset, last, counts, errors)
+            raise _crash(ranks, failed, errors)
+        if all(code == 0 for code in codes.values()):
+            return
+        worker_counts = [counts[r.entry["name"]] for r in ranks if r.entry["role"] == "worker"]
+        done = min(worker_counts)
+        if progress is not None and done != reported and done > 0:
+            reported = done
+            progress(f"iteration {done}/{total} done on every worker")
+        now = time.monotonic()
+        stale = [r for r in ranks if codes[r.entry["name"]] is None
+                 and now - last[r.entry["name"]] > timeout
+                 and (r.entry["role"] != "worker" or counts[r.entry["name"]] < total)]
+        if stale and (any(r.entry["role"] == "worker" for r in stale)
+                      or all(now - t > timeout for t in last.values())):
+            raise _hang(stale, status_dir, timeout, counts)
+        time.sleep(POLL_S)
+
+
+def _tail(path: Path, offset: int, last: dict[str, float], counts: dict[str, int],
+          errors: dict[str, dict[str, Any]]) -> int:
+    """Read records appended since ``offset``; update progress times, counts and errors."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read()
+    except FileNotFoundError:
+        return offset
+    end = chunk.rfind(b"\n")
+    if end < 0:
+        return offset
+    import json
+
+    now = time.monotonic()
+    for line in chunk[: end + 1].splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        name = record.get("name")
+        if name not in last:
+            continue
+        kind = record.get("type")
+        if kind in ("iteration", "serve"):
+            last[name] = now
+            if kind == "iteration":
+                counts[name] = max(counts[name], int(record["iteration"]) + 1)
+        elif kind == "error":
+            errors.setdefault(name, record)
+    return offset + end + 1
+
+
+def _crash(ranks: list[_Rank], failed: list[_Rank], errors: dict[str, dict[str, Any]]
+           ) -> RunFailed:
+    """Name the rank that failed first on its own (not because a peer went away)."""
+    signalled = [r for r in failed if (r.proc.returncode or 0) < 0 and not r.killed]
+    own = sorted((e["time"], name) for name, e in errors.items() if not e.get("peer"))
+    anyerr = sorted((e["time"], name) for name, e in errors.items())
+    by_name = {r.entry["name"]: r for r in ranks}
+    if own:
+        culprit = by_name[own[0][1]]
+    elif signalled:
+        culprit = signalled[0]
+    elif anyerr:
+        culprit = by_name[anyerr[0][1]]
+    else:
+        culprit = failed[0]
+    name = culprit.entry["name"]
+    code = culprit.proc.returncode
+    what = (f"killed by signal {-code}" if code is not None and code < 0
+            else f"exited with status {code}")
+    detail = errors.get(name, {}).get("error") or _last_line(culprit.log)
+    message = f"rank {name} ({culprit.entry['role']} on host {culprit.entry['host']}) {what}"
+    if detail:
+        message += f": {detail}"
+    message += f" — run stopped; log: {culprit.log}"
+    return RunFailed(message, name)
+
+
+def _hang(stale: list[_Rank], status_dir: Path, timeout: float, counts: dict[str, int]
+          ) -> RunFailed:
+    """Name the stalled rank that is not waiting on a peer (else the longest-silent one)."""
+    states = {r.entry["name"]: read_status(status_dir / f"{r.entry['name']}.status")
+              for r in stale}
+    busy = [r for r in stale
+            if states[r.entry["name"]] is None or states[r.entry["name"]][0] not in
+            Status.WAITING]
+    pool = busy or stale
+    culprit = min(pool, key=lambda r: (counts.get(r.entry["name"], 0),
+                                       (states[r.entry["name"]] or ("", 0, 0.0))[2]))
+    name = culprit.entry["name"]
+    state = states[name]
+    where = f" (in {state[0]} of iteration {state[1]})" if state else ""
+    others = sorted(r.entry["name"] for r in stale if r is not culprit)
+    message = (f"rank {name} ({culprit.entry['role']} on host {culprit.entry['host']}) made no "
+               f"progress for {timeout:g} s{where}")
+    if others:
+        message += f"; {', '.join(others)} waited on it"
+    message += f" — run stopped; log: {culprit.log}"
+    return RunFailed(message, name)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
+
+
+# ----------------------------------------------------------------------------- torchrun
+
+
+def torchrun_commands(
+    spec: dict[str, Any],
+    spec_path: str,
+    hosts: list[str] | None = None,
+    port: int = MASTER_PORT,
+    interface: str = "eth0",
+) -> list[tuple[str, str]]:
+    """(host, command line) per node; ranks follow :func:`rank_table`'s host order."""
+    table = rank_table(spec)
+    layout = hosts_of(table)
+    if hosts is not None and len(hosts) != len(layout):
+        raise InputError("--hosts", f"this scenario needs {len(layout)} hosts "
+                         f"({', '.join(layout)} in that order), got {len(hosts)}",
+                         "list one host per role, comma-separated")
+    names = hosts or [f"HOST{i}" for i in range(len(layout))]
+    module = MODULES[spec["arch"]]
+    out = []
+    for i, (role_host, host) in enumerate(zip(layout, names)):
+        nproc = sum(1 for e in table if e["host"] == role_host)
+        argv = ["torchrun", f"--nnodes={len(layout)}", f"--nproc-per-node={nproc}",
+                f"--node-rank={i}", f"--master-addr={names[0]}", f"--master-port={port}",
+                "-m", module, "--spec", spec_path, "--records", f"records-{role_host}.jsonl"]
+        env = f"GLOO_SOCKET_IFNAME={interface} OMP_NUM_THREADS=1"
+        out.append((f"{host} ({role_host})", f"{env} {shlex.join(argv)}"))
+    return out
+
+
+def records_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return read_records(spec["records"])[0]

@@ -1,0 +1,316 @@
+"""Parameter server, fine-grained: per-tensor push, aggregation, update and pull as events.
+
+Dependencies (overlap on, WFBP):
+
+* push: when backward of a layer ends, its tensors' gradients go out at once, one message per
+  (tensor, shard holding a part of it) on the worker's connection to that shard;
+* aggregation: BSP updates a tensor's part once all N workers' gradients of it arrived; ASP and
+  SSP update on every arrival (so N updates per tensor and iteration);
+* update: on the shard's compute stream (its host's stream when colocated), FIFO;
+* pull: right after the update (BSP: to every worker; ASP/SSP: to the worker that pushed), on
+  the shard's connection to the worker;
+* forward of a layer waits for all parts of its tensors.
+
+Overlap off: the worker pushes everything when backward ends, and pulls everything (forward
+order) once every update of the iteration is done (BSP) or once its own are (ASP/SSP); forward
+starts when all parameters are back. That is the schedule the analytic BSP model describes, which
+is why the two agree there.
+
+SSP(s): a worker may start iteration t only if every worker has finished iteration t − s − 1
+(it is at most s ahead of the slowest). SSP(0) is run as BSP (they are the same protocol).
+
+A colocated shard shares its host's NIC and compute stream; its host's own gradients and
+parameters do not cross the network.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ddlperf.predictors.simulate.compute import Processor
+from ddlperf.predictors.simulate.connection import Connection
+from ddlperf.predictors.simulate.engine import Engine
+from ddlperf.predictors.simulate.network import Network, Nic
+from ddlperf.predictors.simulate.record import Recorder
+from ddlperf.predictors.simulate.tracks import TrackLog
+from ddlperf.predictors.simulate.units import Unit
+from ddlperf.predictors.simulate.worker import Worker, unit_operations
+from ddlperf.predictors.timeline import forward_order
+from ddlperf.scenario import Scenario
+
+
+class PSWorker(Worker):
+    """A worker (unit) of the PS model: forward gates on pulled parameters."""
+
+    model: PSModel
+
+    def setup(self, model: PSModel) -> None:
+        self.model = model
+        self.missing = [0] * model.n_layers  # parts still to arrive, per layer (next iteration)
+        self.missing_total = 0
+        self.own_left = 0  # ASP/SSP, overlap off: own updates not yet applied this iteration
+
+    def can_start(self, t: int) -> bool:
+        return self.model.may_start(self, t)
+
+    def layer_ready(self, layer: int) -> bool:
+        if self.model.overlap:
+            return self.missing[layer] == 0
+        return self.missing_total == 0
+
+    def forward_done(self, t: int) -> None:
+        # Parameters for iteration t + 1 can only come after this iteration's pushes.
+        self.missing = list(self.model.layer_parts)
+        self.missing_total = self.model.total_parts
+
+    def gradients_ready(self, layer: int, t: int) -> None:
+        if self.model.overlap:
+            for j in self.model.layer_tensors[layer]:
+                self.model.push(self, j, t)
+
+    def backward_done(self, t: int) -> None:
+        model = self.model
+        if not model.overlap:
+            self.own_left = model.total_parts
+            for j in range(model.n_tensors):
+                model.push(self, j, t)
+        model.clock(self)
+
+
+class PSModel:
+    """Builds the workers, shards, NICs and connections of one run and routes their events."""
+
+    def __init__(
+        self, sc: Scenario, units: list[Unit], engine: Engine, net: Network, recorder: Recorder,
+        jitter: float | None, rngs: list[np.random.Generator] | None, log: TrackLog | None,
+    ) -> None:
+        self.sc = sc
+        self.engine = engine
+        self.net = net
+        self.units = units
+        self.sync = sc.strategy.effective_sync
+        self.staleness = sc.strategy.staleness or 0
+        self.overlap = sc.strategy.overlap
+        alpha = sc.latency_s
+        placement = sc.placement
+        self.n_tensors = n_tensors = len(sc.tensor_bytes)
+        self.n_layers = len(sc.workload.layers)
+        self.n_workers = sc.worker_count
+        self.tensor_layer = [int(x) for x in sc.tensor_layer]
+        self.tensor_names = sc.tensor_names
+        # parts[j] = [(shard, bytes)] of tensor j (gradient order)
+        self.parts = [[(int(k), float(placement[j, k])) for k in np.flatnonzero(placement[j] > 0)]
+                      for j in range(n_tensors)]
+        self.layer_parts = [0] * self.n_layers
+        self.layer_tensors: list[list[int]] = [[] for _ in range(self.n_layers)]
+        for j in range(n_tensors):
+            self.layer_parts[self.tensor_layer[j]] += len(self.parts[j])
+            self.layer_tensors[self.tensor_layer[j]].append(j)
+        self.total_parts = sum(self.layer_parts)
+        self.forward_tensors = [int(j) for j in forward_order(sc)]
+        self.shard_update = [s.update_s_per_byte for s in sc.shards]
+        self.log = log
+
+        # Nodes: a NIC and a compute stream per unit; dedicated shards get their own.
+        self.nics: list[Nic] = []
+        self.workers: list[PSWorker] = []
+        for unit in units:
+            g = unit.group
+            self.nics.append(net.add_nic(unit.label, g.up, g.down, copies=unit.count))
+            records = None if log is None else log.add(unit.names, "compute", "compute")
+            proc = Processor(engine, unit.label, records)
+            ops, durations, labels = unit_operations(
+                sc, unit, 0.0, jitter, None if rngs is None else rngs[unit.index])
+            worker = PSWorker(engine, unit, proc, durations, ops, labels, recorder)
+            worker.setup(self)
+            self.workers.append(worker)
+        host_unit = {u.hosts: u.index for u in units if u.hosts is not None}
+        self.shard_nic: list[Nic] = []
+        self.shard_proc: list[Processor] = []
+        self.shard_host: list[int | None] = []
+        for shard in sc.shards:
+            host = host_unit.get(shard.index)
+            self.shard_host.append(host)
+            if host is None:
+                self.shard_nic.append(net.add_nic(shard.name, shard.up, shard.down))
+                records = None if log is None else log.add([shard.name], "update", "update")
+                self.shard_proc.append(Processor(engine, shard.name, records))
+            else:
+                self.shard_nic.append(self.nics[host])
+                self.shard_proc.append(self.workers[host].processor)
+        self.update_busy = [0.0] * len(sc.shards)
+        self.warm_at = 0.0
+
+        # Connections: worker unit → shard (push) and shard → worker unit (pull).
+        self.push_conn: list[list[Connection | None]] = []
+        self.pull_conn: list[list[Connection | None]] = [[] for _ in sc.shards]
+        for unit in units:
+            row: list[Connection | None] = []
+            for shard in sc.shards:
+                k = shard.index
+                if self.shard_host[k] == unit.index:
+                    row.append(None)
+                    self.pull_conn[k].append(None)
+                    continue
+                up = down = None
+                if log is not None:
+                    up = log.add(unit.names, f"uplink → {shard.name}", "push")
+                    log.add([shard.name], f"downlink ← {unit.label}", "push", up)
+                    down = log.add(unit.names, f"downlink ← {shard.name}", "pull")
+                    log.add([shard.name], f"uplink → {unit.label}", "pull", down)
+                row.append(Connection(net, (self.nics[unit.index].up, self.shard_nic[k].down),
+                                      unit.count, alpha, self._pushed,
+                                      f"{unit.label}→{shard.name}", up))
+                self.pull_conn[k].append(Connection(
+                    net, (self.shard_nic[k].up, self.nics[unit.index].down), unit.count, alpha,
+                    self._pulled, f"{shard.name}→{unit.label}", down))
+            self.push_conn.append(row)
+
+        # Aggregation state.
+        n = self.n_workers
+        self.pending = [[n] * n_tensors for _ in sc.shards]  # BSP: gradients still expected
+        self.updates_left = self.total_parts  # BSP, overlap off: updates left this iteration
+        self.clocks = [0] * len(units)  # SSP: iterations finished per unit
+        self._clock_count = Counter(self.clocks)
+        self.min_clock = 0
+        self._blocked: set[int] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for worker in self.workers:
+            worker.start()
+
+    def on_warm(self) -> None:
+        self.warm_at = self.engine.now
+        self.update_busy = [0.0] * len(self.update_busy)
+
+    # -- SSP gate ------------------------------------------------------------------------------
+
+    def may_start(self, worker: PSWorker, t: int) -> bool:
+        if self.sync != "ssp" or t <= self.min_clock + self.staleness:
+            return True
+        self._blocked.add(worker.unit.index)
+        return False
+
+    def clock(self, worker: PSWorker) -> None:
+        if self.sync != "ssp":
+            return
+        u = worker.unit.index
+        counts = self._clock_count
+        old = self.clocks[u]
+        self.clocks[u] = old + 1
+        counts[old] -= 1
+        counts[old + 1] += 1
+        if old == self.min_clock and counts[old] == 0:
+            del counts[old]
+            self.min_clock = min(counts)
+            limit = self.min_clock + self.staleness
+            for v in sorted(self._blocked):
+                if self.workers[v].t <= limit:
+                    self._blocked.discard(v)
+                    self.workers[v].poke()
+
+    # -- push → aggregate → update → pull -----------------------------------------------------
+
+    def push(self, worker: PSWorker, j: int, t: int) -> None:
+        u = worker.unit.index
+        row = self.push_conn[u]
+        for k, size in self.parts[j]:
+            conn = row[k]
+            if conn is None:  # the colocated shard on this worker's own host
+                self._arrive(j, k, u, 1, t)
+            else:
+                conn.send(size, (j, k, u, t), self.tensor_names[j], t)
+
+    def _pushed(self, payload: tuple[int, int, int, int]) -> None:
+        j, k, u, t = payload
+        self._arrive(j, k, u, self.units[u].count, t)
+
+    def _arrive(self, j: int, k: int, u: int, count: int, t: int) -> None:
+        if self.sync == "bsp":
+            left = self.pending[k][j] - count
+            if left > 0:
+                self.pending[k][j] = left
+                return
+            self.pending[k][j] = self.n_workers
+            self._update(j, k, -1, t)
+        else:
+            self._update(j, k, u, t)
+
+    def _update(self, j: int, k: int, u: int, t: int) -> None:
+        size = self.sc.placement[j, k]
+        duration = float(size) * self.shard_update[k]
+        if duration <= 0.0:
+            self._updated(j, k, u, t, 0.0)
+            return
+        label = f"update {self.tensor_names[j]}" + (f" (w{self.units[u].first})" if u >= 0 else "")
+        self.shard_proc[k].submit(duration, self._updated, (j, k, u, t, duration), label, t)
+
+    def _updated(self, j: int, k: int, u: int, t: int, duration: float) -> None:
+        now = self.engine.now
+        if now > self.warm_at:
+            self.update_busy[k] += min(duration, now - self.warm_at)
+        if u < 0:  # BSP: every worker gets the new value
+            if self.overlap:
+                for v in range(len(self.units)):
+                    self._send_pull(j, k, v, t)
+            else:
+                self.updates_left -= 1
+                if self.updates_left == 0:
+                    self.updates_left = self.total_parts
+                    for v in range(len(self.units)):
+                        self._pull_all(v, t)
+        elif self.overlap:
+            self._send_pull(j, k, u, t)
+        else:
+            worker = self.workers[u]
+            worker.own_left -= 1
+            if worker.own_left == 0:
+                self._pull_all(u, t)
+
+    def _pull_all(self, u: int, t: int) -> None:
+        """Every part this worker needs, in forward order (overlap off)."""
+        for j in self.forward_tensors:
+            for k, _ in self.parts[j]:
+                self._send_pull(j, k, u, t)
+
+    def _send_pull(self, j: int, k: int, u: int, t: int) -> None:
+        conn = self.pull_conn[k][u]
+        if conn is None:  # own host: no network
+            self._got(j, u)
+        else:
+            conn.send(float(self.sc.placement[j, k]), (j, u), self.tensor_names[j], t)
+
+    def _pulled(self, payload: tuple[int, int]) -> None:
+        self._got(*payload)
+
+    def _got(self, j: int, u: int) -> None:
+        worker = self.workers[u]
+        layer = self.tensor_layer[j]
+        worker.missing[layer] -= 1
+        worker.missing_total -= 1
+        if (worker.missing[layer] == 0 if self.overlap else worker.missing_total == 0):
+            worker.poke()
+
+    # -- accounting ----------------------------------------------------------------------------
+
+    def utilization(self, span: float) -> list[tuple[str, float]]:
+        """(resource, busy share of the measured window) for shard links/updates and workers."""
+        net = self.net
+        out: list[tuple[str, float]] = []
+
+        def share(link: object) -> float:
+            return net.delivered(link) / (link.capacity * link.copies * span)  # type: ignore[attr-defined]
+
+        for shard, nic, host in zip(self.sc.shards, self.shard_nic, self.shard_host):
+            if host is None:
+                out.append((f"{shard.name} downlink", share(nic.down)))
+                out.append((f"{shard.name} uplink", share(nic.up)))
+            out.append((f"{shard.name} update", self.update_busy[shard.index] / span))
+        for unit, nic in zip(self.units, self.nics):
+            out.append((f"w{unit.first} uplink", share(nic.up)))
+            out.append((f"w{unit.first} downlink", share(nic.down)))
+        return out
