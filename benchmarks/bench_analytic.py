@@ -49,6 +49,28 @@ def predictions_per_second(passes: int = 3) -> tuple[float, int]:
     return len(points) / best, len(points)
 
 
+SWEEP_AXES = {
+    "workers": [1, 2, 4, 8, 16, 32, 64, 128],
+    "ps": [1, 2, 4, 8],
+    "bandwidth": [1e9, 10e9, 25e9, 40e9, 100e9, 200e9],
+    "sync": ["bsp", "asp"],
+    "sharding": ["round_robin", "greedy"],
+    "overlap": [True, False],
+}
+
+
+def sweep_rate(jobs: int, passes: int = 3) -> tuple[float, int]:
+    """``ddlperf.sweep.sweep`` over a resnet50 grid (workload built inside, as a user runs it)."""
+    from ddlperf.sweep import sweep
+
+    best, n = float("inf"), 0
+    for _ in range(passes):
+        start = time.perf_counter()
+        n = len(sweep(SWEEP_AXES, jobs=jobs, model="resnet50"))
+        best = min(best, time.perf_counter() - start)
+    return n / best, n
+
+
 def startup_seconds(runs: int = 5) -> float:
     best = float("inf")
     for _ in range(runs):
@@ -61,5 +83,8 @@ def startup_seconds(runs: int = 5) -> float:
 
 if __name__ == "__main__":
     rate, n = predictions_per_second()
-    print(f"analytic predictions/s on a resnet50 grid of {n} points: {rate:,.0f}")
+    print(f"predict_analytic loop, resnet50 grid of {n} points, 1 process: {rate:,.0f}/s")
+    for jobs in (1, 2):
+        rate, n = sweep_rate(jobs)
+        print(f"ddlperf.sweep, resnet50 grid of {n} points, {jobs} process(es): {rate:,.0f}/s")
     print(f"'ddlperf predict --json' wall time (best of 5): {startup_seconds():.3f} s")

@@ -11,7 +11,9 @@ import sys
 from ddlperf.cli.app import app
 from ddlperf.errors import InputError
 
-_COMMAND_MODULES = ("predict", "catalogs", "profile", "cluster", "measure", "validate")
+_COMMAND_MODULES = (
+    "predict", "sweep", "catalogs", "profile", "cluster", "measure", "validate",
+)
 
 
 def _register() -> None:

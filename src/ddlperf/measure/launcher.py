@@ -137,8 +137,10 @@ def build_spec(
     }
 
 
-def expected_traffic(spec: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
-    """Payload bytes per iteration: host → {"uplink"|"downlink": {worker: bytes}}.
+def expected_traffic(spec: dict[str, Any], pushes: float = 1.0, pulls: float = 1.0
+                     ) -> dict[str, dict[str, dict[str, float]]]:
+    """Payload bytes: host → {"uplink"|"downlink": {worker: bytes}} for ``pushes`` gradient
+    pushes and ``pulls`` parameter pulls per worker (PS), or ``pushes`` all-reduces.
 
     PS: each worker pushes its gradient parts to, and pulls the parameter parts from, every
     shard on another host. Ring all-reduce: 2(N−1)/N × S each way per worker.
@@ -156,7 +158,7 @@ def expected_traffic(spec: dict[str, Any]) -> dict[str, dict[str, dict[str, floa
     if spec["arch"] == "allreduce":
         n = len(workers)
         total = size * sum(t["numel"] for t in spec["tensors"])
-        volume = 2 * (n - 1) / n * total if n > 1 else 0.0
+        volume = pushes * 2 * (n - 1) / n * total if n > 1 else 0.0
         for w in workers:
             add(w["host"], "uplink", w["name"], volume)
             add(w["host"], "downlink", w["name"], volume)
@@ -167,10 +169,10 @@ def expected_traffic(spec: dict[str, Any]) -> dict[str, dict[str, dict[str, floa
             for (k, _s, n) in tensor_parts:
                 if shard_host[k] == w["host"]:
                     continue
-                add(w["host"], "uplink", w["name"], size * n)      # push
-                add(shard_host[k], "downlink", w["name"], size * n)
-                add(shard_host[k], "uplink", w["name"], size * n)  # pull
-                add(w["host"], "downlink", w["name"], size * n)
+                add(w["host"], "uplink", w["name"], pushes * size * n)
+                add(shard_host[k], "downlink", w["name"], pushes * size * n)
+                add(shard_host[k], "uplink", w["name"], pulls * size * n)
+                add(w["host"], "downlink", w["name"], pulls * size * n)
     return out
 
 

@@ -9,7 +9,12 @@ Protocol per worker and iteration t:
   layer waits only for its own parameters before it computes (forward order); with
   ``overlap=False`` everything is pulled before the forward pass;
 - push: each gradient part is sent (``isend``, tag = ``GRAD_TAG`` + index) to its shard as soon
-  as backward produces it; the iteration ends when every push was handed to the network.
+  as backward produces it; once every push was handed to the network the worker posts the pull
+  of version t + 1.
+- An iteration is timed from one forward start to the next (the forward pass starts when the
+  first layer's parameters of the new version arrived: "a parameter update seen"), so its
+  duration is the worker's step period. After the last iteration the worker pulls the final
+  parameters: per run, N_iter pushes and N_iter + 1 pulls per worker.
 
 A shard serves each worker from its own thread (blocking waits release the GIL). Before sending
 iteration t's parameters to a worker it applies the synchronization rule:
@@ -51,13 +56,6 @@ from ddlperf.measure.trainer_common import (
 )
 
 
-def _wire(net: NetCounter, before: tuple[int, int] | None) -> dict[str, int]:
-    after = net.read()
-    if before is None or after is None:
-        return {}
-    return {"wire_sent_bytes": after[0] - before[0], "wire_received_bytes": after[1] - before[1]}
-
-
 # ----------------------------------------------------------------------------- worker
 
 
@@ -75,35 +73,45 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
                  if table[shards[k]]["host"] != me["host"])
     net = NetCounter(os.environ.get("GLOO_SOCKET_IFNAME"))
     fault = fault_for(me["name"])
+    first = [j for j in forward_order if spec["tensors"][j]["layer"] == spec["tensors"][
+        forward_order[0]]["layer"]] if overlap else list(forward_order)
+
+    def post_pulls() -> dict[int, list[Any]]:
+        return {j: [dist.irecv(compute.tensors[j][s:s + n], src=shards[k], tag=j)
+                    for (k, s, n) in parts[j]] for j in forward_order}
+
+    def wait_works(pending: dict[int, list[Any]], indices: Any, t: int) -> float:
+        works = [w for j in indices for w in pending.pop(j, ())]
+        if not works:
+            return 0.0
+        began = time.perf_counter()
+        blocked = not all(w.is_completed() for w in works)
+        if blocked:
+            status.set("pull", t)
+        for w in works:
+            w.wait()
+        if blocked:
+            status.set("compute", t)
+        return time.perf_counter() - began
+
     init_group(spec, len(table))
     status.set("barrier")
     dist.barrier()
-    for t in range(total_iterations(spec)):
+    # An iteration runs from one forward start to the next: the forward pass can start once
+    # the first layer's parameters of the new version arrived ("a parameter update seen").
+    pending = post_pulls()
+    status.set("pull", 0)
+    wait_works(pending, first, 0)
+    start, start_wall = time.perf_counter(), time.time()
+    wire0 = net.read()
+    total = total_iterations(spec)
+    for t in range(total):
         maybe_fault(fault, t, status)
-        status.set("pull", t)
-        start_wall, start = time.time(), time.perf_counter()
-        wire0 = net.read()
-        pending: dict[int, list[Any]] = {}
-        for j in forward_order:
-            view = compute.tensors[j]
-            pending[j] = [dist.irecv(view[s:s + n], src=shards[k], tag=j)
-                          for (k, s, n) in parts[j]]
         waited = [0.0]
 
         def wait_pull(indices: Any, pending: dict[int, list[Any]] = pending,
                       waited: list[float] = waited, t: int = t) -> None:
-            works = [w for j in indices for w in pending.pop(j, ())]
-            if not works:
-                return
-            began = time.perf_counter()
-            blocked = not all(w.is_completed() for w in works)
-            if blocked:
-                status.set("pull", t)
-            for w in works:
-                w.wait()
-            if blocked:
-                status.set("compute", t)
-            waited[0] += time.perf_counter() - began
+            waited[0] += wait_works(pending, indices, t)
 
         sends: list[Any] = []
         deferred: list[int] = []
@@ -116,11 +124,11 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
         push = send if overlap else deferred.append
         if not overlap:
             wait_pull(forward_order)
-        pull_wait_before = waited[0]
         status.set("compute", t)
         step_began = time.perf_counter()
         timings = compute.step(wait_pull, push)
         step_s = time.perf_counter() - step_began
+        in_step_wait = waited[0]
         for j in deferred:
             send(j)
         wait_pull(forward_order)  # parameters no layer asked for (none, normally)
@@ -128,17 +136,24 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
         push_began = time.perf_counter()
         for w in sends:
             w.wait()
-        end = time.perf_counter()
+        push_s = time.perf_counter() - push_began
         compute.after_step()
-        in_step_wait = waited[0] - pull_wait_before
+        pending = post_pulls()  # version t + 1 (after the last iteration: the final model)
+        pull_s = wait_works(pending, first, t + 1)
+        following = time.perf_counter()
+        wire1 = net.read()
+        wire = {} if wire0 is None or wire1 is None else {
+            "wire_sent_bytes": wire1[0] - wire0[0], "wire_received_bytes": wire1[1] - wire0[1]}
         rec.write({
             "type": "iteration", "iteration": t, "start": start_wall,
-            "end": start_wall + (end - start), "duration_s": end - start,
+            "end": start_wall + (following - start), "duration_s": following - start,
             "compute_s": max(step_s - in_step_wait, 0.0), **timings,
-            "pull_wait_s": waited[0], "push_wait_s": end - push_began,
+            "pull_wait_s": pull_s + waited[0], "push_wait_s": push_s,
             "payload_sent_bytes": payload, "payload_received_bytes": payload,
-            "remote_payload_bytes": remote, "compute": compute.label, **_wire(net, wire0),
+            "remote_payload_bytes": remote, "compute": compute.label, **wire,
         })
+        start, start_wall, wire0 = following, start_wall + (following - start), wire1
+    wait_works(pending, forward_order, total)
     status.set("barrier")
     dist.barrier()
     dist.destroy_process_group()
@@ -225,7 +240,7 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
         local = table[peer]["host"] == me["host"]
         buffers = {j: torch.empty_like(p) for j, p in shard.params.items()}
         try:
-            for t in range(total):
+            for t in range(total + 1):  # the last round only sends the final parameters
                 if w == 0:
                     maybe_fault(fault, t, status)
                 began_wall, began = time.time(), time.perf_counter()
@@ -238,6 +253,10 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
                 gated = time.perf_counter()
                 sends = [dist.isend(shard.params[j], dst=peer, tag=j)
                          for (j, _s, _n) in shard.held_forward]
+                if t == total:
+                    for work in sends:
+                        work.wait()
+                    break
                 recvs = [(j, dist.irecv(buffers[j], src=peer, tag=GRAD_TAG + j))
                          for (j, _s, _n) in shard.held]
                 for work in sends:

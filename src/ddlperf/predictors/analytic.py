@@ -295,7 +295,7 @@ def _ps_async(
         comm = float(periods[c]) - group.compute_s - wait
         times.append(_GroupTime(float(periods[c]), group.compute_s, max(comm, 0.0), wait))
     utilization = (demand * throughput).sum(axis=1)
-    mean_period = float(np.average(periods, weights=population))
+    mean_period = float((periods * population).sum() / population.sum())
     resources = [
         ResourceUse(name, float(u * mean_period), float(u))
         for name, u in zip(names, utilization)

@@ -81,6 +81,7 @@ class Worker:
         self.i = 0  # next operation of the iteration
         self.running = False
         self._blocked_at: float | None = None
+        self._begun = False  # iteration ``t`` has passed its start gate
         self._times: list[float] = []
         self._compute = 0.0
         self._last_forward = max((k for k, (kind, _) in enumerate(ops) if kind == FWD),
@@ -115,7 +116,7 @@ class Worker:
 
     def _next(self) -> None:
         t, i = self.t, self.i
-        if i == 0:
+        if i == 0 and not self._begun:
             if not self.can_start(t):
                 if self._blocked_at is None:
                     self._blocked_at = self.engine.now
@@ -123,6 +124,7 @@ class Worker:
             blocked = self._blocked_at
             gate = 0.0 if blocked is None else self.engine.now - blocked
             self._blocked_at = None
+            self._begun = True
             self._times = self.durations.draw()
             self._compute = 0.0
             self.recorder.iteration_started(self.unit.index, t, gate)
@@ -143,6 +145,7 @@ class Worker:
         # Advance first: a hook may poke() this worker, which must see the next operation.
         if last:
             self.t, self.i = t + 1, 0
+            self._begun = False
         else:
             self.i = i + 1
         if i == self._last_forward:

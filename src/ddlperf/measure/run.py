@@ -1,0 +1,482 @@
+"""``measure``: real distributed PyTorch training on an emulated cluster, as ground truth.
+
+>>> from ddlperf.measure.run import measure
+>>> m = measure(workload="small.json", workers=2, ps=1, bandwidth="100Mbps", out="run1")
+>>> m.iteration_time_s, m.percentiles["iteration_time_s"], m.inputs["measure"]["wire_check"]
+
+Steps (all inside one :class:`~ddlperf.measure.emulated.EmulatedCluster`, torn down on exit,
+on errors and on Ctrl-C):
+1. resolve the scenario exactly as ``predict`` does (same workload, cluster, strategy, same
+   sharding placement), and write the trainers' spec to ``OUT/spec.json``;
+2. probe every link's achieved goodput (stored in the result);
+3. real compute only: time a single worker alone, no communication (the speedup baseline);
+4. start one process per rank (workers, PS shards) and watch them; a crash or a rank without
+   progress for ``timeout`` seconds stops the run, naming the rank;
+5. compare the bytes counted on the bridge ports with the expected volume; more than 10% off
+   fails loudly (this catches traffic that bypassed the emulated network);
+6. summarize the steady state into a Measurement (``OUT/measurement.json``, atomic).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ddlperf.api import make_cluster, make_strategy, make_workload
+from ddlperf.cluster import Cluster
+from ddlperf.errors import InputError
+from ddlperf.io import write_atomic
+from ddlperf.measure.launcher import (
+    RunFailed,
+    build_spec,
+    expected_traffic,
+    run_emulated,
+    torchrun_commands,
+)
+from ddlperf.measure.records import append_record, read_records, summarize, write_summary
+from ddlperf.measure.trainer_common import EMULATED_LABEL, REAL_LABEL, hosts_of, rank_table
+from ddlperf.prediction import Prediction
+from ddlperf.scenario import Scenario, resolve
+from ddlperf.strategy import Strategy
+from ddlperf.units import format_bandwidth, format_size
+from ddlperf.workload import Workload
+
+DEFAULT_MODEL = "mobilenet_v2"
+DEFAULT_BANDWIDTH = "100Mbps"
+WIRE_TOLERANCE = 0.10
+WIRE_MIN_BYTES = 1e6  # links expected to carry less are not judged (handshakes dominate)
+COMPUTE_MODES = ("emulated", "real")
+LAUNCHERS = ("emulated", "torchrun")
+
+
+def max_link_bps() -> float:
+    """What this machine can drive per emulated link: about 1 Gbit/s per core (2 Gbit/s on 2)."""
+    return 1e9 * (os.cpu_count() or 1)
+
+
+class WireCheckFailed(RunFailed):
+    """Bytes on the bridge ports differ from the expected volume by more than 10%."""
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def _scenario(
+    model: str | None, workload: Workload | str | Path | dict[str, Any] | None,
+    cluster: Cluster | str | Path | dict[str, Any] | None, strategy: Strategy | None,
+    batch_size: int | None, device: str | None, workers: int | None, ps: int | None,
+    placement: str | None, arch: str, sync: str, staleness: int | None, sharding: str,
+    overlap: bool, bucket_size: str | float | None, bandwidth: str | float | None,
+    latency: str | float | None,
+) -> Scenario:
+    if model is None and workload is None:
+        model = DEFAULT_MODEL
+    the_workload = make_workload(model, workload, batch_size, device)
+    if strategy is None:
+        strategy = make_strategy(arch, sync, staleness, sharding, overlap, bucket_size)
+    if cluster is None:
+        workers = 2 if workers is None else workers
+        ps = (1 if strategy.arch == "ps" else 0) if ps is None else ps
+        bandwidth = DEFAULT_BANDWIDTH if bandwidth is None else bandwidth
+    worker_device = device if (workload is not None and device is not None) else None
+    the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, None, placement,
+                               strategy.arch, worker_device)
+    return resolve(the_workload, the_cluster, strategy)
+
+
+def _check_options(compute: str, iterations: int, warmup: int, timeout: float,
+                   launcher: str) -> None:
+    if compute not in COMPUTE_MODES:
+        raise InputError("--compute", f"unknown compute mode {compute!r}",
+                         f"use one of {', '.join(COMPUTE_MODES)}")
+    if launcher not in LAUNCHERS:
+        raise InputError("--launcher", f"unknown launcher {launcher!r}",
+                         f"use one of {', '.join(LAUNCHERS)}")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise InputError("--iterations", f"must be a whole number ≥ 1, got {iterations!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise InputError("--warmup", f"must be a whole number ≥ 0, got {warmup!r}")
+    if not isinstance(timeout, (int, float)) or not 1 <= timeout <= 86400:
+        raise InputError("--timeout", f"must be between 1 and 86400 seconds, got {timeout!r}")
+
+
+def _model_for_real(sc: Scenario, model: str | None) -> str:
+    name = model or sc.workload.provenance.get("model")
+    from ddlperf.workload import zoo
+
+    if not name or name not in zoo.names():
+        raise InputError("--compute", "real compute needs a zoo model (--model NAME) to run",
+                         "use --model, or --compute emulated for a workload file")
+    return str(name)
+
+
+def _check_real(sc: Scenario) -> None:
+    cores = os.cpu_count() or 1
+    computing = sc.worker_count
+    if computing > cores:
+        raise InputError("--compute", f"real compute with {computing} workers on {cores} cores "
+                         "is not trustworthy (keep ≤ 1 computing process per core)",
+                         f"use --workers {cores} or --compute emulated")
+
+
+def _host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, float]) -> list[Any]:
+    from ddlperf.measure.emulated import HostSpec
+
+    cluster = sc.cluster
+    group_of_worker = [g for g in cluster.workers for _ in range(g.count)]
+    hosts = hosts_of(table)
+    unknown = sorted(set(quotas) - set(hosts))
+    if unknown:
+        raise InputError("--cpu-quota", f"no host named {', '.join(unknown)}",
+                         f"hosts of this run: {', '.join(hosts)}")
+    limit = max_link_bps()
+    specs = []
+    for host in hosts:
+        if host.startswith("ps"):
+            up, down = cluster.ps_up(), cluster.ps_down()
+        else:
+            group = group_of_worker[int(host[1:])]
+            up, down = cluster.worker_up(group), cluster.worker_down(group)
+        for rate in (up, down):
+            if rate > limit:
+                raise InputError(
+                    "--bandwidth", f"{format_bandwidth(rate)} on host {host} is more than this "
+                    f"machine can drive (about {format_bandwidth(limit)} per emulated link on "
+                    f"{os.cpu_count()} cores)", f"use at most {format_bandwidth(limit)}")
+        specs.append(HostSpec(host, up, down, quotas.get(host)))
+    return specs
+
+
+def _prepare_out(out: str | Path | None) -> Path:
+    path = Path(out) if out is not None else Path(f"ddlperf-measure-{time.strftime('%Y%m%d-%H%M%S')}")
+    if path.exists() and not path.is_dir():
+        raise InputError("--out", f"{str(path)!r} is a file", "give a directory")
+    if path.exists() and any((path / n).exists() for n in ("records.jsonl", "measurement.json",
+                                                          "spec.json")):
+        raise InputError("--out", f"{str(path)!r} already holds a measurement",
+                         "choose a new directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise InputError("--out", f"directory {str(parent)!r} does not exist", "create it first")
+    path.mkdir(exist_ok=True)
+    if not os.access(path, os.W_OK):
+        raise InputError("--out", f"{str(path)!r} is not writable", "choose another directory")
+    return path.resolve()
+
+
+# ----------------------------------------------------------------------------- the API
+
+
+def measure(
+    model: str | None = None,
+    *,
+    workload: Workload | str | Path | dict[str, Any] | None = None,
+    cluster: Cluster | str | Path | dict[str, Any] | None = None,
+    strategy: Strategy | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    workers: int | None = None,
+    ps: int | None = None,
+    placement: str | None = None,
+    arch: str = "ps",
+    sync: str = "bsp",
+    staleness: int | None = None,
+    sharding: str = "round_robin",
+    overlap: bool = True,
+    bucket_size: str | float | None = None,
+    bandwidth: str | float | None = None,
+    latency: str | float | None = None,
+    compute: str = "emulated",
+    iterations: int = 20,
+    warmup: int = 3,
+    out: str | Path | None = None,
+    timeout: float = 60.0,
+    cpu_quota: dict[str, float] | None = None,
+    probe: bool = True,
+    probe_seconds: float = 1.0,
+    check_wire: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Prediction:
+    """Run one scenario for real on an emulated cluster; return its Measurement.
+
+    Scenario arguments are those of :func:`ddlperf.api.predict` (defaults here: mobilenet_v2,
+    2 workers, 1 PS for ``arch='ps'``, 100Mbps links). ``compute`` is ``'emulated'`` (per-layer
+    waits of the workload's times: emulated device time) or ``'real'`` (the zoo model on CPU).
+    ``timeout``: seconds a rank may go without finishing an iteration (start-up included).
+    ``cpu_quota``: host name → share of one core (cgroup), e.g. ``{"w1": 0.5}``.
+    Raises :class:`InputError` for bad input or missing root, :class:`RunFailed` when a rank
+    crashes or hangs, :class:`WireCheckFailed` when the bytes on the wire do not add up.
+    """
+    from ddlperf.measure.emulated import EmulatedCluster, require_root
+
+    _check_options(compute, iterations, warmup, timeout, "emulated")
+    sc = _scenario(model, workload, cluster, strategy, batch_size, device, workers, ps,
+                   placement, arch, sync, staleness, sharding, overlap, bucket_size, bandwidth,
+                   latency)
+    model_name = _model_for_real(sc, model) if compute == "real" else None
+    if compute == "real":
+        _check_real(sc)
+    spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
+                      model=model_name)
+    table = rank_table(spec)
+    hosts = _host_specs(sc, table, dict(cpu_quota or {}))
+    if len(hosts) < 2:
+        raise InputError("--workers", "a measurement needs at least two hosts",
+                         "use --workers 2 or more (or a PS)")
+    require_root()
+    say = progress or (lambda _msg: None)
+    run_dir = _prepare_out(out)
+    records = run_dir / "records.jsonl"
+    spec.update(records=str(records), status_dir=str(run_dir / "status"),
+                op_timeout_s=max(600.0, 4 * timeout))
+    spec_path = run_dir / "spec.json"
+    write_atomic(spec_path, json.dumps(spec, indent=1) + "\n")
+    durations: dict[str, float] = {}
+    began = time.monotonic()
+    append_record(records, {"type": "run", "name": "launcher", "time": time.time(),
+                            "compute": spec["compute_label"], "arch": spec["arch"],
+                            "sync": spec["sync"], "workers": len(spec["workers"]),
+                            "shards": spec["shards"], "iterations": iterations,
+                            "warmup": warmup})
+    emulated = EmulatedCluster(hosts)
+    try:
+        with emulated as net:
+            durations["setup_s"] = time.monotonic() - began
+            probed: dict[str, Any] = {}
+            if probe:
+                say(f"probing {2 * len(hosts)} links ({probe_seconds:g} s each)")
+                t0 = time.monotonic()
+                from ddlperf.measure.probe import probe_all
+
+                probed = probe_all(net, seconds=probe_seconds)
+                durations["probe_s"] = time.monotonic() - t0
+                append_record(records, {"type": "probe", "name": "launcher", "time": time.time(),
+                                        "links": probed})
+            single = None
+            if compute == "real":
+                say("timing one worker alone (real compute, no communication)")
+                t0 = time.monotonic()
+                single = _single_real(net, spec, spec_path, hosts, iterations, warmup, timeout)
+                durations["single_worker_s"] = time.monotonic() - t0
+            say(f"starting {len(table)} ranks on {len(hosts)} emulated hosts "
+                f"(run {net.run_id}, records: {records})")
+            ports_before = net.port_bytes()
+            try:
+                result = run_emulated(net, spec, spec_path, run_dir, timeout, say)
+            except RunFailed as exc:
+                append_record(records, {"type": "failure", "name": "launcher",
+                                        "time": time.time(), "rank": exc.rank_name,
+                                        "error": str(exc)})
+                raise
+            durations["training_s"] = result.seconds
+            ports_after = net.port_bytes()
+            run_id = net.run_id
+    finally:
+        durations["total_s"] = time.monotonic() - began
+    wire = wire_check(spec, ports_before, ports_after)
+    all_records, skipped = read_records(records)
+    context = _context(sc, spec, all_records, probed, single, hosts, wire, durations, run_dir,
+                       run_id, skipped)
+    measurement = summarize(all_records, context)
+    append_record(records, {"type": "end", "name": "launcher", "time": time.time(),
+                            "iteration_time_s": measurement.iteration_time_s,
+                            "wire_ok": wire["ok"]})
+    if check_wire and not wire["ok"]:
+        invalid = run_dir / "measurement.invalid.json"
+        measurement.notes.insert(0, "INVALID: " + wire["message"])
+        write_summary(invalid, measurement)
+        raise WireCheckFailed(f"{wire['message']} — results kept in {invalid}")
+    write_summary(run_dir / "measurement.json", measurement)
+    return measurement
+
+
+def wire_check(spec: dict[str, Any], before: dict[str, dict[str, int]],
+               after: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """Bytes counted on each bridge port vs the payload the trainers had to move.
+
+    Expected = payload of every iteration, warm-up included (PS: one more pull per worker, the
+    final parameters; the probe ran before the ``before`` snapshot). Port counts include TCP/IP headers and ACKs: with GSO they lie
+    between payload and payload / 0.956, ACKs add ~1–2% of the reverse direction; all within
+    the 10% tolerance. Links expected to carry < 1 MB are listed but not judged.
+    """
+    total = int(spec["warmup"]) + int(spec["iterations"])
+    per_run = expected_traffic(spec, pushes=total,
+                               pulls=total + 1 if spec["arch"] == "ps" else total)
+    rows, bad = [], []
+    for host, directions in per_run.items():
+        for direction in ("uplink", "downlink"):
+            expected = sum(directions[direction].values())
+            key = f"{direction}_bytes"
+            measured = after[host][key] - before[host][key]
+            ratio = measured / expected if expected > 0 else None
+            judged = expected >= WIRE_MIN_BYTES
+            ok = not judged or abs(measured - expected) <= WIRE_TOLERANCE * expected
+            rows.append({"link": f"{host} {direction}", "expected_bytes": expected,
+                         "measured_bytes": measured, "ratio": ratio, "judged": judged,
+                         "ok": ok})
+            if not ok:
+                bad.append(rows[-1])
+    message = "bytes on the wire match the expected volume within 10%"
+    if bad:
+        worst = max(bad, key=lambda r: abs((r["ratio"] or 0) - 1))
+        message = (f"bytes on the wire differ from the expected volume by more than 10% on "
+                   f"{len(bad)} link(s); worst {worst['link']}: measured "
+                   f"{format_size(worst['measured_bytes'])}, expected "
+                   f"{format_size(worst['expected_bytes'])} (×{worst['ratio']:.3f}); traffic "
+                   "may have bypassed the emulated network (shared memory?) or a rank did "
+                   "extra work")
+    return {"ok": not bad, "tolerance": WIRE_TOLERANCE, "iterations_counted": total,
+            "links": rows, "message": message,
+            "note": "expected = trainer payload; port counts add TCP/IP headers (GSO: between "
+                    "payload and payload/0.956) and ACKs"}
+
+
+def _single_real(net: Any, spec: dict[str, Any], spec_path: Path, hosts: list[Any],
+                 iterations: int, warmup: int, timeout: float) -> dict[str, Any]:
+    """Median step of the real model alone on the fastest worker host (its CPU quota)."""
+    workers = [h for h in hosts if not h.name.startswith("ps")]
+    best = max(workers, key=lambda h: h.cpu_quota if h.cpu_quota is not None else 1e9)
+    count = max(3, min(iterations, 10))
+    argv = [sys.executable, "-m", "ddlperf.measure.compute", "--spec", str(spec_path),
+            "--single", best.name[1:], "--iterations", str(count), "--warmup",
+            str(max(1, min(warmup, 3)))]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = net.popen(best.name, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     text=True, env=env)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout + 30 * count)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RunFailed(f"the single-worker baseline on {best.name} did not finish") from None
+    if proc.returncode != 0:
+        tail = (stderr.strip().splitlines() or ["?"])[-1]
+        raise RunFailed(f"the single-worker baseline on {best.name} failed: {tail}")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    worker = spec["workers"][int(best.name[1:])]
+    step = float(result["median"])
+    return {"worker": best.name, "device": worker["device_label"], "iteration_time_s": step,
+            "throughput_samples_per_s": worker["batch_size"] / step,
+            "source": f"measured in this session: {count} steps alone on {best.name} "
+                      "(real CPU compute, no communication, local SGD step)"}
+
+
+def _context(sc: Scenario, spec: dict[str, Any], records: list[dict[str, Any]],
+             probed: dict[str, Any], single: dict[str, Any] | None, hosts: list[Any],
+             wire: dict[str, Any], durations: dict[str, float], run_dir: Path, run_id: str,
+             skipped: int) -> dict[str, Any]:
+    from ddlperf.predictors.analytic import describe_inputs
+
+    label = spec["compute_label"]
+    total_bytes = float(sc.tensor_bytes.sum())
+    standalone: dict[str, float] = {}
+    if single is None:
+        best = None
+        for w in spec["workers"]:
+            g = sc.group_of(w["index"])
+            step = g.compute_s + total_bytes * g.update_s_per_byte
+            standalone[w["name"]] = g.batch_size / step
+            if best is None or standalone[w["name"]] > best["throughput_samples_per_s"]:
+                best = {"worker": w["name"], "device": w["device_label"],
+                        "iteration_time_s": step,
+                        "throughput_samples_per_s": standalone[w["name"]],
+                        "source": "computed from the workload (emulated device time: "
+                                  "forward + backward + unattributed + optimizer update)"}
+        single = best
+    else:
+        for w in spec["workers"]:
+            standalone[w["name"]] = w["batch_size"] / single["iteration_time_s"]
+    goodput = sc.cluster.goodput
+    links = {}
+    for host, directions in expected_traffic(spec).items():
+        spec_host = next(h for h in hosts if h.name == host)
+        for direction in ("uplink", "downlink"):
+            configured = getattr(spec_host, f"{direction}_bps") * goodput / 8
+            rate = probed.get(host, {}).get(f"{direction}_bps")
+            links[f"{host} {direction}"] = {
+                "rate_Bps": rate / 8 if rate else configured, "bytes": directions[direction]}
+    updates = [r for r in records if r.get("type") == "serve"
+               and int(r["iteration"]) >= spec["warmup"] and r.get("payload_received_bytes")]
+    update_per_byte = (sum(float(r["update_s"]) for r in updates)
+                       / sum(float(r["payload_received_bytes"]) for r in updates)
+                       if updates else None)
+    notes = [
+        f"compute: {label}" + (" — per-layer waits of the workload's forward/backward seconds "
+                               "standing in for accelerator time" if label == EMULATED_LABEL
+                               else " — the zoo model's forward/backward, one thread per rank"),
+        "iteration time: median per worker over steady-state iterations (warm-up excluded); "
+        "percentiles over all of them",
+        "breakdown: compute measured per worker; wait = synchronization wait "
+        + ("at the PS (gate of BSP/SSP)" if spec["arch"] == "ps"
+           else "inferred as slowest compute − own compute")
+        + "; communication = the rest",
+        "bottleneck and link utilization inferred from measured times and the probed goodput",
+        f"speedup baseline: {single['source']}",
+        "no latency emulation on this kernel (no netem): links add only queueing and stack "
+        "delay",
+    ]
+    if spec["arch"] == "ps":
+        notes.append("PS updates run on the CPU (SGD with momentum)"
+                     + (f": {update_per_byte * 1e9:.3g} ns per gradient byte measured"
+                        if update_per_byte else ""))
+    if skipped:
+        notes.append(f"{skipped} unreadable record line(s) skipped")
+    inputs = describe_inputs(sc, "measured")
+    inputs["measure"] = {
+        "compute": label, "launcher": "emulated", "iterations": spec["iterations"],
+        "warmup": spec["warmup"], "out": str(run_dir), "records": spec["records"],
+        "run_id": run_id,
+        "hosts": [{"name": h.name, "uplink_bps": h.uplink_bps, "downlink_bps": h.downlink_bps,
+                   "cpu_quota": h.cpu_quota} for h in hosts],
+        "probe": probed, "wire_check": wire, "durations_s": durations,
+        "ps_update_s_per_byte": update_per_byte,
+    }
+    return {"workers": spec["workers"], "arch": spec["arch"], "warmup": spec["warmup"],
+            "label": label, "single_worker": single, "standalone": standalone, "links": links,
+            "inputs": inputs, "notes": notes}
+
+
+# ----------------------------------------------------------------------------- torchrun
+
+
+def torchrun_plan(
+    model: str | None = None,
+    *,
+    hosts: list[str] | None = None,
+    out: str | Path | None = None,
+    compute: str = "emulated",
+    iterations: int = 20,
+    warmup: int = 3,
+    interface: str = "eth0",
+    **scenario: Any,
+) -> dict[str, Any]:
+    """Write ``OUT/spec.json`` and return the per-host torchrun command lines (no run here)."""
+    _check_options(compute, iterations, warmup, 60.0, "torchrun")
+    keys = ("workload", "cluster", "strategy", "batch_size", "device", "workers", "ps",
+            "placement", "arch", "sync", "staleness", "sharding", "overlap", "bucket_size",
+            "bandwidth", "latency")
+    unknown = sorted(set(scenario) - set(keys))
+    if unknown:
+        raise InputError(unknown[0], "is not a scenario option")
+    args = {k: scenario.get(k) for k in keys}
+    args["arch"] = args["arch"] or "ps"
+    args["sync"] = args["sync"] or "bsp"
+    args["sharding"] = args["sharding"] or "round_robin"
+    args["overlap"] = True if args["overlap"] is None else args["overlap"]
+    sc = _scenario(model, **args)  # type: ignore[arg-type]
+    model_name = _model_for_real(sc, model) if compute == "real" else None
+    spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
+                      model=model_name)
+    run_dir = _prepare_out(out)
+    spec["records"] = "records.jsonl"
+    write_atomic(run_dir / "spec.json", json.dumps(spec, indent=1) + "\n")
+    commands = torchrun_commands(spec, "spec.json", hosts, interface=interface)
+    return {"spec": str(run_dir / "spec.json"), "commands": commands,
+            "hosts": hosts_of(rank_table(spec)),
+            "compute": REAL_LABEL if compute == "real" else EMULATED_LABEL}

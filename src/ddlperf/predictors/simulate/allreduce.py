@@ -1,0 +1,239 @@
+"""Ring all-reduce, fine-grained: buckets in gradient-ready order on one communication stream.
+
+Each worker runs ``optimizer step, forward, backward``; a bucket (PyTorch DDP: ~25 MiB of
+gradients in ready order) is ready on a worker once all its tensors' backward ended (overlap
+on) or once backward ended (overlap off), and is all-reduced once every worker has it ready and
+the previous bucket is done (one stream, buckets in order). The next iteration's optimizer step
+waits for the last bucket.
+
+A bucket of S bytes is 2(N−1) ring steps; in each, every worker i sends S/N bytes to worker
+i+1 over (uplink_i, downlink_{i+1}) and the step ends when all have arrived (plus α). Symmetry,
+both exact:
+
+* *edges*: edges (i → i+1) whose sender and receiver belong to the same pair of units are
+  identical, so they are one flow of weight = number of edges over links with that many copies
+  (a ring of 1024 identical workers is one flow per step);
+* *steps*: a link of the ring carries nothing but its own edge, one step after the other, so an
+  edge's rate never changes during a bucket and its 2(N−1) steps take 2(N−1)·(α + S/(N·rate)).
+  The default runs each edge's steps as one flow of 2(N−1)·S/N bytes with latency 2(N−1)·α;
+  the slowest edge ends the bucket, as it ends every step. ``steps="each"`` simulates every
+  step (a test checks both agree).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddlperf.predictors.analytic import buckets
+from ddlperf.predictors.simulate.compute import OpRecord, Processor
+from ddlperf.predictors.simulate.engine import Engine
+from ddlperf.predictors.simulate.network import Flow, Link, Network
+from ddlperf.predictors.simulate.record import Recorder
+from ddlperf.predictors.simulate.tracks import TrackLog
+from ddlperf.predictors.simulate.units import Unit
+from ddlperf.predictors.simulate.worker import Worker, unit_operations
+from ddlperf.scenario import Scenario
+
+
+class RingWorker(Worker):
+    """A worker (unit) of the ring: its buckets become ready during backward."""
+
+    model: RingModel
+
+    def setup(self, model: RingModel) -> None:
+        self.model = model
+        self.bucket_missing = list(model.bucket_tensors)
+
+    def can_start(self, t: int) -> bool:
+        return t <= self.model.reduced + 1
+
+    def forward_done(self, t: int) -> None:
+        self.bucket_missing = list(self.model.bucket_tensors)
+
+    def gradients_ready(self, layer: int, t: int) -> None:
+        model = self.model
+        if not model.overlap:
+            return
+        missing = self.bucket_missing
+        for j in model.layer_tensors[layer]:
+            b = model.bucket_of[j]
+            missing[b] -= 1
+            if missing[b] == 0:
+                model.bucket_ready(b)
+
+    def backward_done(self, t: int) -> None:
+        if not self.model.overlap:
+            for b in range(len(self.model.bucket_bytes)):
+                self.model.bucket_ready(b)
+
+
+class _Edge:
+    """Ring edges from unit ``src`` to unit ``dst``: ``count`` identical sender→receiver pairs."""
+
+    __slots__ = ("count", "dst", "links", "receivers", "records", "senders", "src")
+
+    def __init__(self, src: Unit, dst: Unit, count: int, senders: list[str],
+                 receivers: list[str]) -> None:
+        self.src, self.dst, self.count = src, dst, count
+        self.senders, self.receivers = senders, receivers
+        self.links: tuple[Link, Link] | None = None
+        self.records: list[OpRecord] | None = None
+
+
+def ring_edges(units: list[Unit]) -> list[_Edge]:
+    """Edge classes of the ring w0 → w1 → … → w(N−1) → w0 over consecutive units."""
+    edges: list[_Edge] = []
+    if len(units) == 1:
+        u = units[0]
+        return [_Edge(u, u, u.count, u.names, u.names)] if u.count > 1 else []
+    for a, unit in enumerate(units):
+        nxt = units[(a + 1) % len(units)]
+        names = unit.names
+        if unit.count > 1:
+            edges.append(_Edge(unit, unit, unit.count - 1, names[:-1], names[1:]))
+        edges.append(_Edge(unit, nxt, 1, names[-1:], nxt.names[:1]))
+    return edges
+
+
+class RingModel:
+    """Builds the workers and the ring of one run and drives the bucket stream."""
+
+    def __init__(
+        self, sc: Scenario, units: list[Unit], engine: Engine, net: Network, recorder: Recorder,
+        jitter: float | None, rngs: list[np.random.Generator] | None, log: TrackLog | None,
+        steps: str = "coalesced",
+    ) -> None:
+        if steps not in ("coalesced", "each"):
+            raise ValueError(f"steps must be 'coalesced' or 'each', got {steps!r}")
+        self.sc = sc
+        self.engine = engine
+        self.net = net
+        self.units = units
+        self.overlap = sc.strategy.overlap
+        self.steps = steps
+        self.n = sc.worker_count
+        self.alpha = sc.latency_s
+        cache = sc.workload.derived_cache
+        key = ("buckets", sc.strategy.bucket_bytes)
+        if key not in cache:
+            cache[key] = buckets(sc.tensor_bytes, sc.strategy.bucket_bytes)
+        groups = cache[key]
+        self.bucket_bytes = [float(sc.tensor_bytes[b].sum()) for b in groups]
+        self.bucket_tensors = [len(b) for b in groups]
+        self.bucket_of = [0] * len(sc.tensor_bytes)
+        for b, members in enumerate(groups):
+            for j in members:
+                self.bucket_of[int(j)] = b
+        self.layer_tensors: list[list[int]] = [[] for _ in sc.workload.layers]
+        for j, layer in enumerate(sc.tensor_layer):
+            self.layer_tensors[int(layer)].append(j)
+        total = float(sc.tensor_bytes.sum())
+
+        self.workers: list[RingWorker] = []
+        for unit in units:
+            records = None if log is None else log.add(unit.names, "compute", "compute")
+            proc = Processor(engine, unit.label, records)
+            ops, durations, labels = unit_operations(
+                sc, unit, total * unit.group.update_s_per_byte, jitter,
+                None if rngs is None else rngs[unit.index])
+            worker = RingWorker(engine, unit, proc, durations, ops, labels, recorder)
+            worker.setup(self)
+            self.workers.append(worker)
+
+        # Each edge class has its own links: a ring link carries only its edge.
+        self.edges = ring_edges(units)
+        for e in self.edges:
+            up = net.add_link(e.src.group.up, f"w{e.src.first}.up", e.count)
+            down = net.add_link(e.dst.group.down, f"w{e.dst.first}.down", e.count)
+            e.links = (up, down)
+            if log is not None:
+                e.records = log.add(e.senders, "uplink → ring", "all-reduce")
+                log.add(e.receivers, "downlink ← ring", "all-reduce", e.records)
+
+        self.reduced = -1  # last iteration whose buckets are all reduced
+        self._ready = [0] * len(self.bucket_bytes)  # units that have bucket b ready
+        self._next = 0  # next bucket to reduce
+        self._busy = False
+        self._left = 0  # edge flows (or steps) of the current bucket still running
+        self._step = 0
+
+    def start(self) -> None:
+        for worker in self.workers:
+            worker.start()
+
+    def on_warm(self) -> None:
+        pass
+
+    # -- bucket stream -------------------------------------------------------------------------
+
+    def bucket_ready(self, b: int) -> None:
+        self._ready[b] += 1
+        self._try_next()
+
+    def _try_next(self) -> None:
+        b = self._next
+        if self._busy or self._ready[b] < len(self.units):
+            return
+        self._busy = True
+        if self.n <= 1 or not self.edges:
+            self._bucket_done()
+            return
+        self._step = 0
+        self._launch(b)
+
+    def _launch(self, b: int) -> None:
+        steps = 2 * (self.n - 1)
+        chunk = self.bucket_bytes[b] / self.n
+        if self.steps == "coalesced":
+            size, latency = steps * chunk, steps * self.alpha
+        else:
+            size, latency = chunk, self.alpha
+        self._left = len(self.edges)
+        label = f"all-reduce bucket {b} ({steps} steps)"
+        for e in self.edges:
+            self.net.start(size, e.links, latency=latency, weight=e.count,  # type: ignore[arg-type]
+                           on_complete=self._edge_done, tag=(e, label))
+
+    def _edge_done(self, flow: Flow) -> None:
+        edge, label = flow.tag
+        if edge.records is not None:
+            edge.records.append((label, flow.submit_time, self.engine.now, self.reduced + 1))
+        self._left -= 1
+        if self._left:
+            return
+        self._step += 1
+        if self.steps == "each" and self._step < 2 * (self.n - 1):
+            self._launch(self._next)
+            return
+        self._bucket_done()
+
+    def _bucket_done(self) -> None:
+        self._busy = False
+        self._ready[self._next] = 0
+        self._next += 1
+        if self._next == len(self.bucket_bytes):
+            self._next = 0
+            self.reduced += 1
+            for worker in self.workers:
+                worker.poke()
+            return
+        self._try_next()
+
+    # -- accounting ----------------------------------------------------------------------------
+
+    def utilization(self, span: float) -> list[tuple[str, float]]:
+        """Busy share of each unit's first worker's uplink and downlink in the window."""
+        out: list[tuple[str, float]] = []
+        if not self.edges:
+            return out
+
+        def share(link: Link) -> float:
+            return self.net.delivered(link) / (link.capacity * link.copies * span)
+
+        for unit in self.units:
+            first = f"w{unit.first}"
+            up = next(e.links[0] for e in self.edges if first in e.senders)  # type: ignore[index]
+            down = next(e.links[1] for e in self.edges if first in e.receivers)  # type: ignore[index]
+            out.append((f"{first} uplink", share(up)))
+            out.append((f"{first} downlink", share(down)))
+        return out

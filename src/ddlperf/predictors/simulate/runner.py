@@ -1,0 +1,113 @@
+"""``predict_simulate``: check the options, run the replications, write the trace, assemble.
+
+Options (CLI flag in brackets): ``iterations`` [--iterations] measured iterations (default 20),
+``warmup`` [--warmup] iterations dropped first (3), ``seed`` [--seed] (0), ``replications``
+[--replications] independent runs (1), ``jitter`` [--jitter] per-operation coefficient of
+variation (default: the workload's per-layer cv), ``trace`` [--trace] Chrome trace path.
+
+Without noise every replication is the same run, so it is simulated once (exactly equal
+results, stated in the notes).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any
+
+from ddlperf.errors import InputError
+from ddlperf.io import check_writable
+from ddlperf.prediction import Prediction
+from ddlperf.predictors.simulate.results import assemble_simulated
+from ddlperf.predictors.simulate.run import RunResult, simulate_once
+from ddlperf.predictors.simulate.trace import write_trace
+from ddlperf.predictors.simulate.tracks import TrackLog
+from ddlperf.predictors.simulate.units import make_units
+from ddlperf.predictors.simulate.worker import has_jitter
+from ddlperf.scenario import Scenario
+
+DEFAULTS: dict[str, Any] = {"iterations": 20, "warmup": 3, "seed": 0, "replications": 1}
+
+
+def _integer(value: Any, flag: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise InputError(flag, f"must be an integer, got {value!r}")
+    if value < minimum:
+        raise InputError(flag, f"must be ≥ {minimum}, got {value}")
+    return int(value)
+
+
+def _jitter(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise InputError("--jitter", f"must be a finite number ≥ 0, got {value!r}")
+    if value < 0:
+        raise InputError("--jitter", f"a coefficient of variation must be ≥ 0, got {value}",
+                         "use 0 for no noise, e.g. 0.05 for 5%")
+    return float(value)
+
+
+def check_options(
+    iterations: Any = None, warmup: Any = None, seed: Any = None, replications: Any = None,
+    jitter: Any = None, trace: Any = None,
+) -> dict[str, Any]:
+    """Validated options with defaults filled in; raises a one-line InputError naming the flag."""
+    opts = {
+        "iterations": _integer(DEFAULTS["iterations"] if iterations is None else iterations,
+                               "--iterations", 1),
+        "warmup": _integer(DEFAULTS["warmup"] if warmup is None else warmup, "--warmup", 0),
+        "seed": _integer(DEFAULTS["seed"] if seed is None else seed, "--seed", 0),
+        "replications": _integer(DEFAULTS["replications"] if replications is None
+                                 else replications, "--replications", 1),
+        "jitter": _jitter(jitter),
+        "trace": None if trace is None else check_writable(trace, "--trace"),
+    }
+    return opts
+
+
+def predict_simulate(
+    sc: Scenario, *, iterations: int | None = None, warmup: int | None = None,
+    seed: int | None = None, replications: int | None = None, jitter: float | None = None,
+    trace: str | Path | None = None, ring_steps: str = "coalesced",
+) -> Prediction:
+    """Fine-grained (discrete-event) prediction of a resolved scenario."""
+    opts = check_options(iterations, warmup, seed, replications, jitter, trace)
+    iters, warm, reps, cv = (opts["iterations"], opts["warmup"], opts["replications"],
+                             opts["jitter"])
+    noisy = has_jitter(sc, cv)
+    asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
+    units = make_units(sc, individual=noisy or asynchronous)
+    runs: list[RunResult] = []
+    log = TrackLog() if opts["trace"] is not None else None
+    for r in range(reps if noisy else 1):
+        runs.append(simulate_once(sc, units, warm, iters, cv, opts["seed"], r, noisy,
+                                  log if r == 0 else None, ring_steps))
+
+    notes = [
+        f"simulate: iteration time = mean step period over {iters} iterations after {warm} "
+        f"warm-up; {reps} replication(s), seed {opts['seed']}",
+    ]
+    if noisy:
+        source = f"cv {cv:g} on every operation" if cv is not None else "the workload's cv"
+        notes.append(f"simulate: compute jitter lognormal ({source}); p5/p95 over all "
+                     "measured iterations of all replications")
+    elif reps > 1:
+        notes.append("simulate: deterministic (no jitter), so the replications are one run")
+    if any(u.count > 1 for u in units):
+        biggest = max(u.count for u in units)
+        notes.append(f"simulate: identical workers simulated together (up to {biggest} per "
+                     "unit, weighted flows; exact because they stay in lockstep)")
+    if asynchronous:
+        notes.append("simulate: ASP/SSP updates the PS per arriving gradient; each worker "
+                     "pulls the tensors it pushed once they are applied")
+
+    options = {"iterations": iters, "warmup": warm, "seed": opts["seed"],
+               "replications": reps, "jitter": "workload" if cv is None else cv}
+    prediction = assemble_simulated(sc, runs, options, notes)
+    if log is not None:
+        meta = {"ddlperf": {"method": "simulate", **options,
+                            "iteration_time_s": prediction.iteration_time_s}}
+        write_trace(opts["trace"], log, meta)
+    return prediction

@@ -1,0 +1,71 @@
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import ddlperf.cli  # noqa: F401
+from ddlperf.api import predict
+from ddlperf.cli.app import app
+from ddlperf.errors import InputError
+from ddlperf.sweep import grid, sweep
+
+runner = CliRunner()
+
+
+def test_grid_normalises_allreduce_and_staleness():
+    points = grid({"arch": ["ps", "allreduce"], "ps": [1, 2], "sync": ["bsp", "asp"]})
+    # allreduce: no PS and synchronous, so its four combinations collapse into one
+    assert points.count({"arch": "allreduce", "ps": 0, "sync": "bsp"}) == 1
+    assert len(points) == 4 + 1
+    assert {"sync": "bsp", "staleness": None} in grid({"sync": ["bsp", "ssp"], "staleness": [2]})
+
+
+def test_rows_equal_single_predictions():
+    rows = sweep({"workers": [2, 8], "bandwidth": ["1Gbps", "10Gbps"]}, model="resnet18")
+    assert len(rows) == 4
+    for row in rows:
+        p = predict("resnet18", workers=row["workers"], bandwidth=row["bandwidth"])
+        assert row["iteration_time_s"] == p.iteration_time_s
+        assert row["bottleneck"] == p.bottleneck and row["error"] is None
+
+
+def test_impossible_point_is_reported_not_raised():
+    rows = sweep({"workers": [1, 4]}, ps=2, placement="colocated")
+    assert rows[0]["error"] and "colocated" in rows[0]["error"]
+    assert rows[0]["iteration_time_s"] is None
+    assert rows[1]["error"] is None
+
+
+def test_parallel_equals_serial(monkeypatch):
+    monkeypatch.setattr("ddlperf.sweep.MIN_POINTS_PER_JOB", 2)
+    axes = {"workers": [1, 2, 4, 8], "ps": [1, 2]}
+    assert sweep(axes, jobs=2) == sweep(axes, jobs=1)
+
+
+def test_unknown_axis():
+    with pytest.raises(InputError, match="not a scenario parameter"):
+        sweep({"nodes": [1]})
+
+
+def test_cli_csv_plot_json(tmp_path):
+    out_csv, out_png = tmp_path / "s.csv", tmp_path / "s.png"
+    result = runner.invoke(app, ["sweep", "--workers", "1,4", "--ps", "1,2", "--csv",
+                                 str(out_csv), "--plot", str(out_png)])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == 4 and float(rows[0]["throughput_samples_per_s"]) > 0
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = json.loads(runner.invoke(app, ["sweep", "--workers", "2", "--json"]).stdout)
+    assert data[0]["workers"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(["--workers", "two"], "--workers"), (["--workers", "2", "--sync", "bsp,lazy"], "--sync: unknown value 'lazy'"),
+     (["--csv", "/nonexistent/dir/x.csv"], "--csv"), (["--x", "ps"], "--x")],
+)
+def test_cli_bad_input(args, needle):
+    result = runner.invoke(app, ["sweep", *args])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ") and needle in result.stderr
