@@ -62,7 +62,8 @@ def test_cli_csv_plot_json(tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "needle"),
-    [(["--workers", "two"], "--workers"), (["--workers", "2", "--sync", "bsp,lazy"], "--sync: unknown value 'lazy'"),
+    [(["--workers", "two"], "--workers"),
+     (["--workers", "2", "--sync", "bsp,lazy"], "--sync: unknown value 'lazy'"),
      (["--csv", "/nonexistent/dir/x.csv"], "--csv"), (["--x", "ps"], "--x")],
 )
 def test_cli_bad_input(args, needle):

@@ -184,8 +184,9 @@ def predict(
     if method not in METHODS:
         raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")
     if simulate_options and method != "simulate":
-        name = next(iter(simulate_options))
-        raise InputError(name, f"only applies to --method simulate (got {method})")
+        name = "--" + next(iter(simulate_options)).replace("_", "-")
+        raise InputError(name, f"only applies to --method simulate (got {method})",
+                         "add --method simulate")
     the_workload = make_workload(model, workload, batch_size, device)
     if strategy is None:
         strategy = make_strategy(arch, sync, staleness, sharding, overlap, bucket_size)

@@ -28,6 +28,9 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     mode = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would hide results from other users
         with os.fdopen(fd, mode) as handle:
             handle.write(data)
             handle.flush()

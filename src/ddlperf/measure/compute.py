@@ -216,7 +216,8 @@ class _EmulatedLayer(torch.autograd.Function):
 class _LayerInfo:
     def __init__(self, clock: _Clock, forward_s: float, backward_s: float,
                  grads: list[torch.Tensor]) -> None:
-        self.clock, self.forward_s, self.backward_s, self.grads = clock, forward_s, backward_s, grads
+        self.clock, self.grads = clock, grads
+        self.forward_s, self.backward_s = forward_s, backward_s
 
 
 class EmulatedModule(nn.Module):

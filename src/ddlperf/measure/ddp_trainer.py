@@ -65,7 +65,7 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
 
     for p in params:
         p.register_post_accumulate_grad_hook(on_ready)
-    payload = int(round(2 * (n - 1) / n * size))
+    payload = round(2 * (n - 1) / n * size)
     net = NetCounter(os.environ.get("GLOO_SOCKET_IFNAME"))
     fault = fault_for(me["name"])
     status.set("barrier")

@@ -194,14 +194,15 @@ class RunResult:
     records: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _env(entry: dict[str, Any], world: int, master: str, port: int) -> dict[str, str]:
+def _env(entry: dict[str, Any], world: int, master: str, port: int, interface: str
+         ) -> dict[str, str]:
     env = dict(os.environ)
     src = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
     env.update({
         "RANK": str(entry["rank"]), "WORLD_SIZE": str(world), "LOCAL_RANK":
         str(entry["local_rank"]), "MASTER_ADDR": master, "MASTER_PORT": str(port),
-        "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "GLOO_SOCKET_IFNAME": interface, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1", "TORCH_CPP_LOG_LEVEL": "ERROR",
     })
     return env
@@ -215,12 +216,19 @@ def run_emulated(
     timeout: float,
     progress: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """Run every rank on the emulated cluster until all exit 0; raise :class:`RunFailed`."""
+    """Run every rank on the emulated cluster until all exit 0; raise :class:`RunFailed`.
+
+    ``cluster`` needs ``ip(host)`` and ``popen(host, argv, **kwargs)`` (an
+    :class:`~ddlperf.measure.emulated.EmulatedCluster`; tests use a loopback stand-in with an
+    ``interface`` attribute of ``"lo"``); ranks use gloo on ``cluster.interface`` (eth0).
+    """
     table = rank_table(spec)
     module = MODULES[spec["arch"]]
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     master = cluster.ip(table[0]["host"])
+    interface = getattr(cluster, "interface", "eth0")
+    port = int(getattr(cluster, "master_port", MASTER_PORT))
     ranks: list[_Rank] = []
     began = time.monotonic()
     try:
@@ -230,7 +238,7 @@ def run_emulated(
             with open(log, "wb") as handle:
                 proc = cluster.popen(entry["host"], argv, stdin=subprocess.DEVNULL,
                                      stdout=handle, stderr=subprocess.STDOUT,
-                                     env=_env(entry, len(table), master, MASTER_PORT),
+                                     env=_env(entry, len(table), master, port, interface),
                                      start_new_session=True)
             ranks.append(_Rank(entry, proc, log, time.monotonic()))
         _watch(ranks, spec, timeout, progress)
@@ -286,12 +294,12 @@ def _watch(ranks: list[_Rank], spec: dict[str, Any], timeout: float,
             reported = done
             progress(f"iteration {done}/{total} done on every worker")
         now = time.monotonic()
-        stale = [r for r in ranks if codes[r.entry["name"]] is None
-                 and now - last[r.entry["name"]] > timeout
-                 and (r.entry["role"] != "worker" or counts[r.entry["name"]] < total)]
+        active = [r for r in ranks if codes[r.entry["name"]] is None
+                  and (r.entry["role"] != "worker" or counts[r.entry["name"]] < total)]
+        stale = [r for r in active if now - last[r.entry["name"]] > timeout]
         if stale and (any(r.entry["role"] == "worker" for r in stale)
                       or all(now - t > timeout for t in last.values())):
-            raise _hang(stale, status_dir, timeout, counts)
+            raise _hang(active, stale, status_dir, timeout, last)
         time.sleep(POLL_S)
 
 
@@ -355,20 +363,21 @@ def _crash(ranks: list[_Rank], failed: list[_Rank], errors: dict[str, dict[str, 
     return RunFailed(message, name)
 
 
-def _hang(stale: list[_Rank], status_dir: Path, timeout: float, counts: dict[str, int]
-          ) -> RunFailed:
-    """Name the stalled rank that is not waiting on a peer (else the longest-silent one)."""
+def _hang(active: list[_Rank], stale: list[_Rank], status_dir: Path, timeout: float,
+          last: dict[str, float]) -> RunFailed:
+    """Name the rank that is stuck in its own work (not waiting on a peer), longest first;
+    when every rank waits on a peer, the one silent for longest."""
     states = {r.entry["name"]: read_status(status_dir / f"{r.entry['name']}.status")
-              for r in stale}
-    busy = [r for r in stale
-            if states[r.entry["name"]] is None or states[r.entry["name"]][0] not in
-            Status.WAITING]
-    pool = busy or stale
-    culprit = min(pool, key=lambda r: (counts.get(r.entry["name"], 0),
-                                       (states[r.entry["name"]] or ("", 0, 0.0))[2]))
+              for r in active}
+    busy = [r for r in active if states[r.entry["name"]] is None
+            or states[r.entry["name"]][0] not in Status.WAITING]
+    if busy:
+        culprit = min(busy, key=lambda r: (states[r.entry["name"]] or ("", 0, 0.0))[2])
+    else:
+        culprit = min(stale, key=lambda r: last[r.entry["name"]])
     name = culprit.entry["name"]
     state = states[name]
-    where = f" (in {state[0]} of iteration {state[1]})" if state else ""
+    where = f" (in {state[0]} of iteration {state[1]})" if state and state[1] >= 0 else ""
     others = sorted(r.entry["name"] for r in stale if r is not culprit)
     message = (f"rank {name} ({culprit.entry['role']} on host {culprit.entry['host']}) made no "
                f"progress for {timeout:g} s{where}")

@@ -55,7 +55,6 @@ from ddlperf.measure.trainer_common import (
     worker_rank,
 )
 
-
 # ----------------------------------------------------------------------------- worker
 
 

@@ -16,6 +16,7 @@ Rank table (the same on every rank, derived from the spec):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -120,10 +121,8 @@ class Status:
     def set(self, phase: str, iteration: int = -1) -> None:
         if self.path is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             self.path.write_text(f"{phase} {iteration} {time.time():.6f}\n")
-        except OSError:
-            pass
 
 
 def read_status(path: Path) -> tuple[str, int, float] | None:
@@ -198,10 +197,8 @@ def single_thread() -> None:
     import torch
 
     torch.set_num_threads(1)
-    try:
+    with contextlib.suppress(RuntimeError):
         torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
 
 
 def env_rank() -> tuple[int, int]:

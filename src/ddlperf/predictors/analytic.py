@@ -30,7 +30,7 @@ COMPUTE_BOUND_SHARE = 0.05
 
 
 @dataclass
-class _GroupTime:
+class GroupTime:
     """Per-group outcome before it is expanded into per-worker results."""
 
     iteration_s: float
@@ -92,7 +92,7 @@ def _ps_layout(sc: Scenario) -> _PsLayout:
     return cache[key]
 
 
-def _ps_bsp(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]]:
+def _ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     overlap = sc.strategy.overlap
     alpha = sc.latency_s
     sizes, placement = sc.tensor_bytes, sc.placement
@@ -137,7 +137,7 @@ def _ps_bsp(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]]:
 
     slowest = max(g.compute_s for g in sc.groups)
     times = [
-        _GroupTime(period, g.compute_s, period - slowest, slowest - g.compute_s)
+        GroupTime(period, g.compute_s, period - slowest, slowest - g.compute_s)
         for g in sc.groups
     ]
     shard_bytes = placement.sum(axis=0)
@@ -269,7 +269,7 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
 
 def _ps_async(
     sc: Scenario, bsp_period: float | None
-) -> tuple[list[_GroupTime], float, list[ResourceUse]]:
+) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     think, demand, population, names = _ps_queueing(sc)
     staleness = sc.strategy.staleness if sc.strategy.sync == "ssp" else None
     extra = np.zeros_like(think)
@@ -293,7 +293,7 @@ def _ps_async(
     for c, group in enumerate(sc.groups):
         wait = float(extra[c])
         comm = float(periods[c]) - group.compute_s - wait
-        times.append(_GroupTime(float(periods[c]), group.compute_s, max(comm, 0.0), wait))
+        times.append(GroupTime(float(periods[c]), group.compute_s, max(comm, 0.0), wait))
     utilization = (demand * throughput).sum(axis=1)
     mean_period = float((periods * population).sum() / population.sum())
     resources = [
@@ -327,7 +327,7 @@ def ring_allreduce_seconds(size: float, workers: int, rate: float, alpha: float)
     return 2 * (workers - 1) * (alpha + size / (workers * rate))
 
 
-def _allreduce(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]]:
+def _allreduce(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     n = sc.worker_count
     rate = min(min(g.up, g.down) for g in sc.groups)
     cache = sc.workload.derived_cache
@@ -357,7 +357,7 @@ def _allreduce(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]
     finish = serial_finish(ready, step)
     period = max(float(finish[-1]), end_all)
     slowest = max(computes)
-    times = [_GroupTime(period, c, period - slowest, slowest - c) for c in computes]
+    times = [GroupTime(period, c, period - slowest, slowest - c) for c in computes]
     slow_group = min(sc.groups, key=lambda g: min(g.up, g.down))
     link = "uplink" if slow_group.up <= slow_group.down else "downlink"
     busy = float(step.sum())
@@ -369,7 +369,7 @@ def _allreduce(sc: Scenario) -> tuple[list[_GroupTime], float, list[ResourceUse]
 
 
 def name_bottleneck(
-    sc: Scenario, times: list[_GroupTime], period: float, resources: list[ResourceUse]
+    sc: Scenario, times: list[GroupTime], period: float, resources: list[ResourceUse]
 ) -> str:
     slowest_group = max(zip(sc.groups, times), key=lambda gt: gt[1].compute_s)[0]
     mean_wait = max(t.wait_s for t in times)
@@ -416,14 +416,14 @@ def single_worker_baseline(sc: Scenario) -> tuple[dict[str, object], float]:
 
 
 @lru_cache(maxsize=64)
-def _goodput_note(goodput: float) -> str:
+def goodput_note(goodput: float) -> str:
     tcp = abs(goodput - TCP_ETHERNET_GOODPUT) < 1e-9
     return (f"bandwidth = payload goodput = line rate × {goodput:.4g}"
             + (" (TCP over Ethernet, 1448/1514)" if tcp else ""))
 
 
 def assemble(
-    sc: Scenario, method: str, times: list[_GroupTime], resources: list[ResourceUse],
+    sc: Scenario, method: str, times: list[GroupTime], resources: list[ResourceUse],
     bottleneck: str, extra_notes: list[str] | None = None,
 ) -> Prediction:
     """Expand group results into per-worker results and the cluster-level summary."""
@@ -443,7 +443,7 @@ def assemble(
         return sum(v * c for v, c in zip(values, counts)) / n
 
     single, standalone_sum = single_worker_baseline(sc)
-    notes = [_goodput_note(sc.cluster.goodput), *sc.notes, *(extra_notes or [])]
+    notes = [goodput_note(sc.cluster.goodput), *sc.notes, *(extra_notes or [])]
     return Prediction(
         method=method,
         iteration_time_s=mean([t.iteration_s for t in times]),

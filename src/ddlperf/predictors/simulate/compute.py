@@ -18,9 +18,9 @@ OpRecord = tuple[str, float, float, int]
 
 
 class Processor:
-    """FIFO server on the engine's clock with busy-time accounting and an optional op log."""
+    """FIFO server on the engine's clock with an optional operation log (for the trace)."""
 
-    __slots__ = ("_acc", "_engine", "_queue", "_reset_at", "_started", "busy", "log", "name")
+    __slots__ = ("_engine", "_queue", "_started", "busy", "log", "name")
 
     def __init__(self, engine: Engine, name: str, log: list[OpRecord] | None = None) -> None:
         self._engine = engine
@@ -28,8 +28,6 @@ class Processor:
         self.log = log
         self.busy = False
         self._queue: deque[tuple[float, Callable[..., Any], tuple[Any, ...], str, int]] = deque()
-        self._acc = 0.0
-        self._reset_at = 0.0
         self._started = 0.0
 
     def submit(
@@ -50,25 +48,9 @@ class Processor:
 
     def _finish(self, done: Callable[..., Any], args: tuple[Any, ...], label: str,
                 iteration: int) -> None:
-        now = self._engine.now
-        start = self._started
-        self._acc += now - (start if start > self._reset_at else self._reset_at)
         if self.log is not None:
-            self.log.append((label, start, now, iteration))
+            self.log.append((label, self._started, self._engine.now, iteration))
         self.busy = False
         if self._queue:  # queued work goes first: what ``done`` submits waits its turn
             self._run(*self._queue.popleft())
         done(*args)
-
-    def reset_accounting(self) -> None:
-        """Count busy time from now on (drops the warm-up)."""
-        self._acc = 0.0
-        self._reset_at = self._engine.now
-
-    def busy_time(self) -> float:
-        """Seconds busy since the last reset, including the operation in progress."""
-        now = self._engine.now
-        if not self.busy:
-            return self._acc
-        start = self._started if self._started > self._reset_at else self._reset_at
-        return self._acc + now - start

@@ -32,7 +32,7 @@ import numpy as np
 from ddlperf.predictors.simulate.compute import Processor
 from ddlperf.predictors.simulate.connection import Connection
 from ddlperf.predictors.simulate.engine import Engine
-from ddlperf.predictors.simulate.network import Network, Nic
+from ddlperf.predictors.simulate.network import Link, Network, Nic
 from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import Unit
@@ -302,15 +302,17 @@ class PSModel:
         net = self.net
         out: list[tuple[str, float]] = []
 
-        def share(link: object) -> float:
-            return net.delivered(link) / (link.capacity * link.copies * span)  # type: ignore[attr-defined]
+        def share(link: Link) -> float:
+            return net.delivered(link) / (link.capacity * link.copies * span)
 
-        for shard, nic, host in zip(self.sc.shards, self.shard_nic, self.shard_host):
-            if host is None:
-                out.append((f"{shard.name} downlink", share(nic.down)))
-                out.append((f"{shard.name} uplink", share(nic.up)))
+        # A colocated shard's NIC is its host's: reported once, under the shard's name.
+        for shard, nic in zip(self.sc.shards, self.shard_nic):
+            out.append((f"{shard.name} downlink", share(nic.down)))
+            out.append((f"{shard.name} uplink", share(nic.up)))
             out.append((f"{shard.name} update", self.update_busy[shard.index] / span))
         for unit, nic in zip(self.units, self.nics):
+            if unit.hosts is not None:
+                continue
             out.append((f"w{unit.first} uplink", share(nic.up)))
             out.append((f"w{unit.first} downlink", share(nic.down)))
         return out

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddlperf.prediction import Prediction, ResourceUse, WorkerResult
+from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
 from ddlperf.predictors.analytic import (
-    _GroupTime,
+    GroupTime,
     describe_inputs,
+    goodput_note,
     name_bottleneck,
     single_worker_baseline,
 )
@@ -28,21 +29,20 @@ def assemble_simulated(
     sc: Scenario, runs: list[RunResult], options: dict[str, object], notes: list[str],
 ) -> Prediction:
     units = runs[0].units
-    n_units = len(units)
     # Per unit: mean over measured iterations, then over replications.
     iteration = np.mean([[m.period.mean() for m in r.measures] for r in runs], axis=0)
     compute = np.mean([[m.compute.mean() for m in r.measures] for r in runs], axis=0)
     wait = np.mean([[m.wait.mean() for m in r.measures] for r in runs], axis=0)
     communication = np.maximum(iteration - compute - wait, 0.0)
 
-    workers: list[WorkerResult] = []
+    runs_of_workers = []
     for u, unit in enumerate(units):
         g = unit.group
-        for name in unit.names:
-            workers.append(WorkerResult(
-                name, g.name, g.device, g.batch_size, float(iteration[u]),
-                g.batch_size / float(iteration[u]), float(compute[u]),
-                float(communication[u]), float(wait[u])))
+        template = WorkerResult(
+            f"w{unit.first}", g.name, g.device, g.batch_size, float(iteration[u]),
+            g.batch_size / float(iteration[u]), float(compute[u]), float(communication[u]),
+            float(wait[u]))
+        runs_of_workers.append((template, unit.first, unit.count))
     counts = np.array([u.count for u in units], dtype=float)
     batches = np.array([u.group.batch_size for u in units], dtype=float)
     n = counts.sum()
@@ -71,12 +71,7 @@ def assemble_simulated(
 
     inputs = describe_inputs(sc, "simulate")
     inputs["simulate"] = options
-    goodput = sc.cluster.goodput
-    all_notes = [
-        f"bandwidth = payload goodput = line rate × {goodput:.4g}"
-        + (" (TCP over Ethernet, 1448/1514)" if abs(goodput - 1448 / 1514) < 1e-9 else ""),
-        *sc.notes, *notes,
-    ]
+    all_notes = [goodput_note(sc.cluster.goodput), *sc.notes, *notes]
     mean = lambda values: float(counts @ values / n)  # noqa: E731
     return Prediction(
         method="simulate",
@@ -87,7 +82,7 @@ def assemble_simulated(
         bottleneck=bottleneck,
         breakdown_s={"compute": mean(compute), "communication": mean(communication),
                      "wait": mean(wait)},
-        workers=workers,
+        workers=WorkerGroups(runs_of_workers),
         single_worker=single,
         resources=resources,
         inputs=inputs,
@@ -104,19 +99,19 @@ def _spread(mean: float, samples: np.ndarray) -> dict[str, float]:
 def _group_times(
     sc: Scenario, units: list, iteration: np.ndarray, compute: np.ndarray,
     communication: np.ndarray, wait: np.ndarray,
-) -> list[_GroupTime]:
+) -> list[GroupTime]:
     """Worker-weighted means per scenario group (what the analytic bottleneck rule reads)."""
     out = []
     for group in sc.groups:
         idx = [u for u, unit in enumerate(units) if unit.group is group]
         w = np.array([units[u].count for u in idx], dtype=float)
-        avg = lambda a: float(w @ a[idx] / w.sum())  # noqa: E731
-        out.append(_GroupTime(avg(iteration), avg(compute), avg(communication), avg(wait)))
+        out.append(GroupTime(*(float(w @ a[idx] / w.sum())
+                                for a in (iteration, compute, communication, wait))))
     return out
 
 
 def _bottleneck(
-    sc: Scenario, units: list, compute: np.ndarray, times: list[_GroupTime], period: float,
+    sc: Scenario, units: list, compute: np.ndarray, times: list[GroupTime], period: float,
     resources: list[ResourceUse],
 ) -> str:
     if not resources:

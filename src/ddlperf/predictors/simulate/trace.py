@@ -52,15 +52,14 @@ def chrome_trace(log: TrackLog, metadata: dict[str, Any] | None = None) -> dict[
                                "args": {"sort_index": tid}})
             tid = tids[key]
             cat = track.category
-            events.extend(
-                {"name": label, "cat": cat, "ph": "X", "pid": p, "tid": tid,
-                 "ts": round(start * 1e6, 3), "dur": round((end - start) * 1e6, 3),
-                 "args": {"iteration": iteration}}
-                for label, start, end, iteration in track.records
-            )
+            for label, start, end, iteration in track.records:
+                ts = round(start * 1e6, 3)  # rounding both ends keeps back-to-back events apart
+                events.append({"name": label, "cat": cat, "ph": "X", "pid": p, "tid": tid,
+                               "ts": ts, "dur": round(end * 1e6, 3) - ts,
+                               "args": {"iteration": iteration}})
     trace: dict[str, Any] = {"traceEvents": events, "displayTimeUnit": "ms"}
     if metadata:
-        trace["metadata"] = metadata
+        trace["otherData"] = metadata
     return trace
 
 

@@ -1,0 +1,130 @@
+"""``ddlperf measure``: real distributed PyTorch training as ground truth (emulated cluster).
+
+Exit status: 0 on success, 2 for bad input (including: not root, a link faster than this
+machine can drive), 1 when the run fails (a rank crashed or hung, or the bytes on the wire do
+not match the expected volume), 130 on Ctrl-C. The emulated cluster is always torn down.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ddlperf.cli.app import app
+from ddlperf.cli.common import console, handle_input_errors, print_json
+from ddlperf.cli.predict import Arch, Placement, ShardingPolicy, Sync
+from ddlperf.errors import InputError
+
+
+def _quotas(items: list[str] | None) -> dict[str, float]:
+    """``w1=0.5`` (repeatable) → {"w1": 0.5}."""
+    out: dict[str, float] = {}
+    for item in items or []:
+        host, sep, value = item.partition("=")
+        if not sep or not host.strip():
+            raise InputError("--cpu-quota", f"{item!r} is not HOST=FRACTION", "e.g. w1=0.5")
+        try:
+            out[host.strip()] = float(value)
+        except ValueError:
+            raise InputError("--cpu-quota", f"{value!r} is not a number",
+                             "give a share of one core, e.g. w1=0.5") from None
+    return out
+
+
+def _progress(message: str) -> None:
+    print(f"… {message}", file=sys.stderr, flush=True)
+
+
+@app.command()
+@handle_input_errors
+def measure(
+    model: Annotated[str | None, typer.Option(help="zoo model (see 'ddlperf models'); default mobilenet_v2")] = None,
+    workload: Annotated[Path | None, typer.Option(help="workload JSON (its layer times are the emulated device time)")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="samples per worker per iteration")] = None,
+    device: Annotated[str | None, typer.Option(help="device whose times are emulated (zoo models); default V100")] = None,
+    workers: Annotated[int | None, typer.Option(help="number of workers; default 2")] = None,
+    ps: Annotated[int | None, typer.Option(help="parameter-server shards; default 1 (ps), 0 (allreduce)")] = None,
+    placement: Annotated[Placement | None, typer.Option(help="PS on own hosts or one on each worker host")] = None,
+    arch: Annotated[Arch, typer.Option(help="parameter server or ring all-reduce (DDP)")] = Arch.ps,
+    sync: Annotated[Sync, typer.Option(help="bulk synchronous, asynchronous or stale synchronous")] = Sync.bsp,
+    staleness: Annotated[int | None, typer.Option(help="SSP bound: iterations a worker may run ahead")] = None,
+    sharding: Annotated[ShardingPolicy, typer.Option(help="how tensors are placed on PS shards")] = ShardingPolicy.round_robin,
+    overlap: Annotated[bool, typer.Option(help="overlap communication with backward/forward")] = True,
+    bucket_size: Annotated[str | None, typer.Option(help="DDP bucket, e.g. 25MB; default 25MiB")] = None,
+    bandwidth: Annotated[str | None, typer.Option(help="line rate of the emulated NICs, e.g. 200Mbps; default 100Mbps (at most ~2Gbps here)")] = None,
+    config: Annotated[Path | None, typer.Option(help="cluster YAML (heterogeneous workers, PS, links)")] = None,
+    compute: Annotated[str, typer.Option(help="emulated (per-layer waits: emulated device time) or real (the zoo model on CPU, ≤ 2 workers)")] = "emulated",
+    iterations: Annotated[int, typer.Option(help="measured iterations after warm-up")] = 20,
+    warmup: Annotated[int, typer.Option(help="warm-up iterations, excluded from the summary")] = 3,
+    out: Annotated[Path | None, typer.Option(help="output directory (records.jsonl, measurement.json, logs); default ./ddlperf-measure-DATE-TIME")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds a rank may go without finishing an iteration (start-up included)")] = 60.0,
+    launcher: Annotated[str, typer.Option(help="emulated (run here, needs root) or torchrun (print per-host commands)")] = "emulated",
+    hosts: Annotated[str | None, typer.Option(help="torchrun: real host names, comma-separated, in rank-table order")] = None,
+    interface: Annotated[str, typer.Option(help="torchrun: network interface for gloo (GLOO_SOCKET_IFNAME)")] = "eth0",
+    cpu_quota: Annotated[list[str] | None, typer.Option(help="HOST=FRACTION of one core via cgroup, repeatable, e.g. w1=0.5")] = None,
+    probe: Annotated[bool, typer.Option(help="probe every link's goodput before the run")] = True,
+    json_output: Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")] = False,
+) -> None:
+    """Run real distributed PyTorch training (PS or DDP) on an emulated cluster and summarize it.
+
+    Needs root: the cluster is network namespaces with HTB-shaped links on this machine.
+    """
+    from ddlperf.measure import run as runner
+    from ddlperf.measure.launcher import RunFailed
+
+    scenario = dict(
+        workload=workload, cluster=config, batch_size=batch_size, device=device,
+        workers=workers, ps=ps, placement=placement.value if placement else None,
+        arch=arch.value, sync=sync.value, staleness=staleness, sharding=sharding.value,
+        overlap=overlap, bucket_size=bucket_size, bandwidth=bandwidth,
+    )
+    if launcher == "torchrun":
+        if cpu_quota:
+            raise InputError("--cpu-quota", "only applies to --launcher emulated")
+        host_list = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else None
+        plan = runner.torchrun_plan(model, hosts=host_list, out=out, compute=compute,
+                                    iterations=iterations, warmup=warmup, interface=interface,
+                                    **scenario)
+        if json_output:
+            print_json({"spec": plan["spec"], "compute": plan["compute"],
+                        "commands": [{"host": h, "command": c} for h, c in plan["commands"]]})
+            return
+        where = "on each host" if host_list else "on each host (replace HOSTi by its address)"
+        typer.echo(f"copy {plan['spec']} to the working directory of every host, then run "
+                   f"{where}; compute: {plan['compute']}:")
+        for host, command in plan["commands"]:
+            typer.echo(f"# {host}")
+            typer.echo(command)
+        typer.echo("each host appends its per-iteration records (times, bytes) to "
+                   "records-<role>.jsonl in its working directory")
+        return
+    if hosts:
+        raise InputError("--hosts", "only applies to --launcher torchrun")
+    if launcher != "emulated":
+        raise InputError("--launcher", f"unknown launcher {launcher!r}", "use emulated or torchrun")
+    try:
+        result = runner.measure(
+            model, compute=compute, iterations=iterations, warmup=warmup, out=out,
+            timeout=timeout, cpu_quota=_quotas(cpu_quota), probe=probe, progress=_progress,
+            **scenario,
+        )
+    except RunFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        print("error: interrupted; the emulated cluster was torn down", file=sys.stderr)
+        raise typer.Exit(130) from None
+    if json_output:
+        print_json(result.to_dict())
+        return
+    from ddlperf.report.table import render
+
+    render(result, console)
+    info = result.inputs["measure"]
+    wire = info["wire_check"]
+    typer.echo(f"compute: {info['compute']}; wire check: {wire['message']} "
+               f"(retransmitted {wire['retransmitted_bytes'] / 1e6:.2f} MB)")
+    typer.echo(f"records: {info['records']}  summary: {Path(info['out']) / 'measurement.json'}")

@@ -1,0 +1,145 @@
+"""CI smoke test of ``ddlperf measure`` on a real emulated cluster (root only).
+
+1 PS + 2 workers BSP and 2-worker DDP, emulated device time, a 3 MB model on 200 Mbit/s links,
+a few iterations: the bytes on the wire add up, the analytic prediction with the probed
+goodput agrees within 15%, and everything is torn down. A crashing worker stops the run,
+is named, its records are kept and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ddlperf.api import predict
+from ddlperf.measure import cgroups, emulated, netns
+from ddlperf.measure.launcher import RunFailed
+from ddlperf.measure.records import read_records
+from ddlperf.measure.run import measure
+
+pytest.importorskip("torch")
+
+
+def _netns_usable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, tc, cgroups)"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "needs iproute2 (ip, tc)"
+    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        return "`ip netns` is not available"
+    return None
+
+
+_SKIP = _netns_usable()
+pytestmark = [pytest.mark.root, pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")]
+
+LAYERS, TENSOR_BYTES, FWD, BWD = 4, 750_000, 0.010, 0.020
+WORKLOAD = {
+    "format": "ddlperf.workload/1", "name": "smoke3mb", "batch_size": 32, "device": "V100",
+    "layers": [{"name": f"l{i}", "forward_s": FWD, "backward_s": BWD,
+                "tensors": [{"name": f"l{i}.w", "bytes": TENSOR_BYTES}]} for i in range(LAYERS)],
+}
+RATE = "200Mbps"
+
+
+def leftovers(rid: str) -> list[str]:
+    """Everything of run ``rid`` that still exists (namespaces, cgroup, state, processes)."""
+    found = [ns for ns in netns.list_netns() if emulated.run_id_of_netns(ns) == rid]
+    if (cgroups.CPU_ROOT / f"{emulated.CGROUP_PREFIX}{rid}").exists():
+        found.append("cgroup")
+    if (emulated.STATE_DIR / f"{rid}.json").exists():
+        found.append("state file")
+    return found
+
+
+def _trainers_of(out: Path) -> bytes:
+    return subprocess.run(["pgrep", "-f", str(out / "spec.json")],
+                          capture_output=True).stdout.strip()
+
+
+def _run(out: Path, **kwargs) -> tuple[object, str, float]:
+    messages: list[str] = []
+    began = time.monotonic()
+    m = measure(workload=WORKLOAD, bandwidth=RATE, iterations=6, warmup=2, out=out,
+                probe_seconds=0.5, timeout=30, progress=messages.append, **kwargs)
+    elapsed = time.monotonic() - began
+    rid = next(msg.split("(run ")[1].split(",")[0] for msg in messages if "(run " in msg)
+    return m, rid, elapsed
+
+
+def _probed_goodput(m) -> float:
+    """The narrowest probed link (payload bit/s): what the prediction is given."""
+    probe = m.inputs["measure"]["probe"]
+    return min(min(link["uplink_bps"], link["downlink_bps"]) for link in probe.values())
+
+
+def _check_common(m, rid: str, out: Path, elapsed: float) -> None:
+    assert m.kind == "measurement" and m.method == "measured"
+    wire = m.inputs["measure"]["wire_check"]
+    assert wire["ok"], wire["message"]
+    assert all(row["judged"] for row in wire["links"])
+    for row in wire["links"]:  # payload ≤ port count ≤ payload / 0.956 + ACKs (+ resends)
+        assert 0.99 <= row["ratio"] <= 1.10, row
+    saved = json.loads((out / "measurement.json").read_text())
+    assert saved["kind"] == "measurement" and saved["iteration_time_s"] == m.iteration_time_s
+    records, skipped = read_records(out / "records.jsonl")
+    assert skipped == 0 and any(r["type"] == "probe" for r in records)
+    assert all("emulated device time" in (w.device or "") for w in m.workers)
+    assert leftovers(rid) == [] and _trainers_of(out) == b""
+    assert elapsed < 60
+
+
+def test_ps_bsp_two_workers_matches_wire_and_analytic_prediction(tmp_path: Path) -> None:
+    out = tmp_path / "ps"
+    m, rid, elapsed = _run(out, workers=2, ps=1, arch="ps", sync="bsp")
+    _check_common(m, rid, out, elapsed)
+    # Each worker pushes and pulls the whole model (3 MB) through its own link; the PS link
+    # carries both workers' share: 6 MB each way per iteration.
+    p = predict(workload=WORKLOAD, workers=2, ps=1, bandwidth=_probed_goodput(m), goodput=1.0,
+                latency="100us")
+    error = m.iteration_time_s / p.iteration_time_s - 1
+    print(f"PS BSP: measured {m.iteration_time_s:.3f} s, analytic {p.iteration_time_s:.3f} s "
+          f"({100 * error:+.1f}%), run {elapsed:.1f} s")
+    assert abs(error) < 0.15
+    assert m.bottleneck.startswith("ps0")
+
+
+def test_ddp_two_workers_matches_wire_and_analytic_prediction(tmp_path: Path) -> None:
+    out = tmp_path / "ddp"
+    m, rid, elapsed = _run(out, workers=2, arch="allreduce")
+    _check_common(m, rid, out, elapsed)
+    p = predict(workload=WORKLOAD, workers=2, ps=0, arch="allreduce",
+                bandwidth=_probed_goodput(m), goodput=1.0, latency="100us")
+    error = m.iteration_time_s / p.iteration_time_s - 1
+    print(f"DDP: measured {m.iteration_time_s:.3f} s, analytic {p.iteration_time_s:.3f} s "
+          f"({100 * error:+.1f}%), run {elapsed:.1f} s")
+    assert abs(error) < 0.15
+
+
+def test_crashing_worker_stops_the_run_names_it_and_tears_down(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDLPERF_FAULT", "w1:crash@2")
+    out = tmp_path / "crash"
+    messages: list[str] = []
+    began = time.monotonic()
+    with pytest.raises(RunFailed) as info:
+        measure(workload=WORKLOAD, workers=2, ps=1, bandwidth=RATE, iterations=20, warmup=1,
+                out=out, probe=False, timeout=20, progress=messages.append)
+    elapsed = time.monotonic() - began
+    rid = next(msg.split("(run ")[1].split(",")[0] for msg in messages if "(run " in msg)
+    assert info.value.rank_name == "w1"
+    assert "rank w1" in str(info.value) and "injected crash" in str(info.value)
+    assert elapsed < 30
+    records, _ = read_records(out / "records.jsonl")
+    done = [r["iteration"] for r in records if r.get("name") == "w1"
+            and r["type"] == "iteration"]
+    assert done == [0, 1]
+    assert any(r["type"] == "failure" and r["rank"] == "w1" for r in records)
+    assert not (out / "measurement.json").exists()
+    assert leftovers(rid) == [] and _trainers_of(out) == b""

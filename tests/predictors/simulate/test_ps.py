@@ -1,0 +1,232 @@
+"""Parameter server, simulated: hand-computed cases, agreement with analytic, BSP/ASP/SSP."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ddlperf.api import predict
+from ddlperf.predictors.simulate.connection import Connection
+from ddlperf.predictors.simulate.engine import Engine
+from ddlperf.predictors.simulate.network import Network
+from ddlperf.workload import zoo
+from tests.conftest import make_workload
+
+GOODPUT = 1448 / 1514
+B_1G = 1e9 * GOODPUT / 8  # payload bytes/s of 1 Gbps
+
+
+def sim(workload, **kw):
+    return predict(workload=workload, method="simulate", **kw)
+
+
+def both(workload, **kw):
+    return predict(workload=workload, **kw), sim(workload, **kw)
+
+
+# -- connections: back-to-back messages on one flow ------------------------------------------
+
+
+def test_connection_sends_back_to_back_and_adds_latency_per_message():
+    # 100 B/s, α = 0.5 s; messages of 100, 200, 100 B queued at once:
+    # last bytes leave at 1, 3, 4 s → delivered at 1.5, 3.5, 4.5 s.
+    eng = Engine()
+    net = Network(eng)
+    a, b = net.add_nic("a", 100.0), net.add_nic("b", 100.0)
+    got: list[tuple[str, float]] = []
+    conn = Connection(net, (a.up, b.down), 1, 0.5, lambda p: got.append((p, eng.now)), "a→b")
+    for name, size in (("x", 100.0), ("y", 200.0), ("z", 100.0)):
+        conn.send(size, name)
+    eng.run()
+    assert got == [("x", pytest.approx(1.5)), ("y", pytest.approx(3.5)), ("z", pytest.approx(4.5))]
+    assert net.reallocations == 2  # busy once, idle once: messages in between cost nothing
+    assert a.up.bytes == 400.0
+    assert conn.flow is None
+
+
+def test_connection_shares_link_fairly_with_another():
+    # Two connections into one 100 B/s downlink: 100 B each at 50 B/s → both arrive at 2 s.
+    eng = Engine()
+    net = Network(eng)
+    a, b, c = (net.add_nic(n, 100.0) for n in "abc")
+    got: list[float] = []
+    for src in (a, b):
+        Connection(net, (src.up, c.down), 1, 0.0, lambda p: got.append(eng.now), "").send(100, 0)
+    eng.run()
+    assert got == [pytest.approx(2.0), pytest.approx(2.0)]
+
+
+# -- hand-computed -----------------------------------------------------------------------------
+
+
+def test_bsp_single_tensor_by_hand():
+    w = make_workload([(0.001, 0.002, [4_000_000])], update_s_per_byte=1e-9)
+    p = sim(w, workers=4, ps=1, bandwidth="1Gbps", latency="50us")
+    # pull 16 MB through the PS uplink + α, forward 1 ms, backward 2 ms, push 16 MB through
+    # the PS downlink + α, update 4 MB × 1 ns (one tensor: nothing to overlap)
+    expected = 16e6 / B_1G + 50e-6 + 0.003 + 16e6 / B_1G + 50e-6 + 0.004
+    assert p.iteration_time_s == pytest.approx(expected, rel=1e-9)
+    assert p.method == "simulate"
+    assert p.bottleneck == "ps0 downlink"
+    assert p.breakdown_s["compute"] == pytest.approx(0.003)
+    assert p.breakdown_s["wait"] == 0
+    assert sum(p.breakdown_s.values()) == pytest.approx(p.iteration_time_s)
+    down = next(r for r in p.resources if r.name == "ps0 downlink")
+    assert down.busy_s == pytest.approx(16e6 / B_1G, rel=1e-6)
+    update = next(r for r in p.resources if r.name == "ps0 update")
+    assert update.busy_s == pytest.approx(0.004, rel=1e-6)
+
+
+def test_colocated_ps_keeps_local_traffic_off_the_wire():
+    w = make_workload([(0.001, 0.002, [4_000_000])])
+    p = sim(w, workers=4, ps=1, placement="colocated", bandwidth="1Gbps", latency=0)
+    assert p.iteration_time_s == pytest.approx(2 * 12e6 / B_1G + 0.003, rel=1e-9)
+    assert p.bottleneck in ("ps0 downlink", "ps0 uplink")
+
+
+# -- agreement with the analytic model where it is exact -----------------------------------
+
+
+def _cases():
+    # Not colocated PS: there the hosts pull less than the others (their own shard is local),
+    # which the analytic model ignores, so the simulation is (rightly) a little faster.
+    small = make_workload([(0.01, 0.02, [4_000_000]), (0.005, 0.01, [2_000_000, 1_000]),
+                           (0.02, 0.03, [8_000_000])], update_s_per_byte=1e-10)
+    return [
+        pytest.param(small, dict(workers=4, ps=1, bandwidth="1Gbps"), id="small-1ps"),
+        pytest.param(small, dict(workers=6, ps=3, sharding="even"), id="small-even"),
+        pytest.param("resnet18", dict(workers=8, ps=2), id="resnet18-rr"),
+        pytest.param("resnet18", dict(workers=8, ps=3, sharding="greedy"), id="resnet18-greedy"),
+        pytest.param("resnet50", dict(workers=64, ps=4), id="resnet50-64w"),
+    ]
+
+
+@pytest.mark.parametrize(("workload", "kw"), _cases())
+def test_bsp_agrees_with_analytic_without_overlap(workload, kw):
+    if isinstance(workload, str):
+        workload = zoo.load(workload, batch_size=32, device="V100")
+    a, s = both(workload, overlap=False, **kw)
+    assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=0.02)
+    assert s.throughput_samples_per_s == pytest.approx(a.throughput_samples_per_s, rel=0.02)
+    assert s.bottleneck == a.bottleneck
+
+
+def test_heterogeneous_bsp_names_the_straggler_like_analytic():
+    w = make_workload([(0.02, 0.04, [100_000])])
+    cluster = {"workers": [{"count": 3}, {"name": "slow", "count": 1, "speed": 0.5}]}
+    a, s = both(w, cluster=cluster, ps=1, overlap=False)
+    assert s.bottleneck == a.bottleneck == "straggler w3"
+    assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=0.02)
+    assert {r.iteration_time_s for r in s.workers} == {s.workers[0].iteration_time_s}
+    assert s.workers[0].wait_s == pytest.approx(0.06)  # 120 ms vs 60 ms of compute
+    assert s.workers[3].wait_s == 0
+
+
+# -- overlap ----------------------------------------------------------------------------------
+
+layers = st.lists(
+    st.tuples(st.floats(1e-4, 0.02), st.floats(1e-4, 0.04),
+              st.lists(st.integers(1_000, 3_000_000), min_size=1, max_size=3)),
+    min_size=1, max_size=6,
+)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(layers, st.integers(1, 6), st.integers(1, 3), st.sampled_from(["bsp", "asp", "ssp"]),
+       st.sampled_from(["round_robin", "even", "greedy"]),
+       st.sampled_from(["100Mbps", "1Gbps", "10Gbps"]), st.booleans())
+def test_overlap_never_slower(spec, n, k, sync, sharding, bandwidth, mixed):
+    # Dedicated PS shards. BSP: never slower, exactly (none in 500 random cases). ASP/SSP:
+    # identical workers fall into a common phase (see test_deterministic_asp_workers_stay_in_
+    # phase), and which phase depends on the start, so over a short window overlap may come
+    # out up to ~1.5% slower (5 of 1000 random cases); 3% is allowed for them.
+    # Colocated shards are left out on purpose: there a host's NIC carries its worker's pushes
+    # and its shard's pulls, and fair sharing lets early, non-urgent pulls slow the pushes on
+    # the critical path, so overlap can really be slower (no priorities, as in P3/TicTac).
+    w = make_workload(spec, update_s_per_byte=1e-10)
+    cluster = ({"workers": [{"count": n - 1}, {"count": 1, "speed": 0.6}]} if mixed and n > 1
+               else {"workers": [{"count": n}]})
+    kw = dict(cluster=cluster, ps=k, sync=sync, sharding=sharding, bandwidth=bandwidth,
+              iterations=8, warmup=2, staleness=1 if sync == "ssp" else None)
+    on = sim(w, overlap=True, **kw)
+    off = sim(w, overlap=False, **kw)
+    slack = 1e-9 if sync == "bsp" else 0.03
+    assert on.iteration_time_s <= off.iteration_time_s * (1 + slack)
+
+
+def test_overlap_hides_push_behind_backward():
+    w = make_workload([(0.01, 0.05, [1_000_000]), (0.01, 0.05, [5_000_000])])
+    on = sim(w, workers=2, ps=1, bandwidth="1Gbps", overlap=True)
+    off = sim(w, workers=2, ps=1, bandwidth="1Gbps", overlap=False)
+    assert on.iteration_time_s < 0.9 * off.iteration_time_s
+
+
+# -- ASP and SSP -------------------------------------------------------------------------------
+
+COMPUTE_BOUND = make_workload(
+    [(0.01, 0.02, [100_000]), (0.005, 0.01, [200_000, 1_000]), (0.02, 0.03, [300_000])],
+    update_s_per_byte=1e-10)
+MIXED = {"workers": [{"count": 3}, {"name": "slow", "count": 1, "speed": 0.5}]}
+
+
+def test_asp_slow_worker_does_not_hold_back_fast_ones():
+    homo = sim(COMPUTE_BOUND, workers=4, ps=1, sync="asp")
+    mixed = sim(COMPUTE_BOUND, cluster=MIXED, ps=1, sync="asp")
+    reference = homo.workers[0].iteration_time_s
+    for fast in mixed.workers[:3]:
+        assert fast.iteration_time_s == pytest.approx(reference, rel=0.05)
+    assert mixed.workers[3].iteration_time_s > 1.8 * reference  # it is half as fast
+    assert all(r.wait_s == 0 for r in mixed.workers)
+    # BSP, by contrast, makes everyone as slow as the straggler.
+    bsp = sim(COMPUTE_BOUND, cluster=MIXED, ps=1)
+    assert bsp.workers[0].iteration_time_s > 1.8 * reference
+
+
+def test_ssp_zero_is_bsp_and_large_staleness_is_asp():
+    kw = dict(cluster=MIXED, ps=1, bandwidth="1Gbps")
+    bsp = sim(COMPUTE_BOUND, **kw)
+    asp = sim(COMPUTE_BOUND, sync="asp", **kw)
+    ssp0 = sim(COMPUTE_BOUND, sync="ssp", staleness=0, **kw)
+    ssp1 = sim(COMPUTE_BOUND, sync="ssp", staleness=1, **kw)
+    big = sim(COMPUTE_BOUND, sync="ssp", staleness=1000, **kw)
+    assert ssp0.iteration_time_s == bsp.iteration_time_s
+    assert [r.iteration_time_s for r in ssp0.workers] == [r.iteration_time_s for r in bsp.workers]
+    assert [r.iteration_time_s for r in big.workers] == [r.iteration_time_s for r in asp.workers]
+    # in between: fast workers wait at the bound
+    assert bsp.throughput_samples_per_s < ssp1.throughput_samples_per_s
+    assert ssp1.throughput_samples_per_s <= asp.throughput_samples_per_s * (1 + 1e-9)
+    assert max(r.wait_s for r in ssp1.workers[:3]) > 0
+    assert ssp1.workers[3].wait_s == 0
+
+
+def test_ssp_bound_holds_fast_workers_to_the_slowest_rate():
+    # Over a long run a worker at most s ahead cannot be faster on average than the slowest.
+    p = sim(COMPUTE_BOUND, cluster=MIXED, ps=1, sync="ssp", staleness=2, iterations=40)
+    slow = p.workers[3].iteration_time_s
+    for fast in p.workers[:3]:
+        assert fast.iteration_time_s >= slow * (1 - 2.5 / 40)
+
+
+def test_asp_saturates_at_ps_link():
+    # 10 layers of 0.4 MB: each iteration moves 4 MB down and 4 MB up the PS's link, so the
+    # cluster can do at most B / 4 MB iterations per second, whatever the number of workers.
+    w = make_workload([(0.01, 0.02, [400_000])] * 10)
+    bound = 32 * B_1G / 4e6
+    kw = dict(ps=1, bandwidth="1Gbps", sync="asp", jitter=0.1, iterations=40)
+    rates = [sim(w, workers=n, **kw).throughput_samples_per_s for n in (1, 4, 16)]
+    assert rates[0] < rates[1] < rates[2] <= bound * 1.001
+    assert rates[2] >= 0.9 * bound
+
+
+def test_deterministic_asp_workers_stay_in_phase():
+    # Identical noiseless workers share the PS link fairly, finish their pushes together and
+    # then pull together: the link's two directions take turns, so ASP gets only about half
+    # of the bound. A little jitter breaks the lockstep.
+    w = make_workload([(0.01, 0.02, [400_000])] * 10)
+    bound = 32 * B_1G / 4e6
+    kw = dict(workers=16, ps=1, bandwidth="1Gbps", sync="asp", iterations=40)
+    locked = sim(w, **kw).throughput_samples_per_s
+    noisy = sim(w, jitter=0.1, **kw).throughput_samples_per_s
+    assert locked < 0.8 * bound < noisy
