@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -48,19 +48,21 @@ def _ps_senders(sc: Scenario) -> np.ndarray:
     return np.array([n - (1 if s.host is not None else 0) for s in sc.shards], dtype=float)
 
 
+# Passes of the one-iteration map before its period is taken as converged.
+MAX_PASSES = 8
+
+
 @dataclass(frozen=True)
 class _PsLayout:
     """Index arrays that depend only on the workload and the placement (cached per sweep)."""
 
-    order: np.ndarray  # tensors in forward (pull) order
-    placement_fwd: np.ndarray  # placement rows in that order
-    holds_fwd: np.ndarray
-    sizes_fwd: np.ndarray
+    holds: np.ndarray  # (tensors, shards): shard k holds (part of) tensor j; gradient order
+    owner_flat: np.ndarray | None  # whole-tensor placement: flat (J, K) index of the holder
+    order: np.ndarray  # tensors in forward order (by owning layer)
     layer_has: np.ndarray  # layers owning at least one tensor
     layer_starts: np.ndarray  # first forward-ordered tensor of each such layer
     shard_rows: tuple[np.ndarray, ...]  # tensors (gradient order) held by each shard
     shard_parts: tuple[np.ndarray, ...]  # their bytes on that shard
-    flat_owner: np.ndarray | None  # whole-tensor placement: flat (J, K) index of the owner
     ready_sorted: bool  # gradient order follows reverse layer order (ready times ascend)
 
 
@@ -68,79 +70,63 @@ def _ps_layout(sc: Scenario) -> _PsLayout:
     key = ("ps_layout", sc.strategy.sharding, len(sc.shards))
     cache = sc.workload.derived_cache
     if key not in cache:
+        holds = sc.placement > 0
+        owner_flat = None
+        if np.all(holds.sum(axis=1) == 1):
+            owner_flat = np.arange(len(holds)) * holds.shape[1] + np.argmax(holds, axis=1)
         order = forward_order(sc)
         layers_fwd = sc.tensor_layer[order]
-        rows = tuple(np.flatnonzero(sc.placement[:, k] > 0) for k in range(len(sc.shards)))
-        holders = (sc.placement[order] > 0).sum(axis=1)
-        flat_owner = None
-        if np.all(holders == 1):
-            owner = np.argmax(sc.placement[order] > 0, axis=1)
-            flat_owner = np.arange(len(order)) * len(sc.shards) + owner
         starts = np.flatnonzero(np.r_[True, layers_fwd[1:] != layers_fwd[:-1]])
+        rows = tuple(np.flatnonzero(holds[:, k]) for k in range(holds.shape[1]))
         cache[key] = _PsLayout(
+            holds=holds,
+            owner_flat=owner_flat,
             order=order,
-            placement_fwd=sc.placement[order],
-            holds_fwd=sc.placement[order] > 0,
-            sizes_fwd=sc.tensor_bytes[order],
             layer_has=layers_fwd[starts],
             layer_starts=starts,
             shard_rows=rows,
             shard_parts=tuple(sc.placement[r, k] for k, r in enumerate(rows)),
-            flat_owner=flat_owner,
             ready_sorted=bool(np.all(np.diff(sc.tensor_layer) <= 0)),
         )
     return cache[key]
 
 
+def _per_tensor(layout: _PsLayout, matrix: np.ndarray) -> np.ndarray:
+    """Latest finish over the shards that hold each tensor."""
+    if layout.owner_flat is not None:
+        return matrix.ravel()[layout.owner_flat]
+    return np.where(layout.holds, matrix, -np.inf).max(axis=1)
+
+
 def _ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
-    overlap = sc.strategy.overlap
-    alpha = sc.latency_s
-    sizes, placement = sc.tensor_bytes, sc.placement
+    """Iterate the one-iteration map of a max-plus system until its period settles.
+
+    With overlap, a tensor's pull starts as soon as the shard has applied its update, so the
+    pulls of one iteration overlap the pushes of the last tensors (PS uplinks and downlinks
+    are independent directions). Starting from "all pulls at once", each pass feeds the update
+    times of the last pass back as pull releases; the period converges in a few passes.
+    """
     layout = _ps_layout(sc)
     senders = _ps_senders(sc)
-    n_layers = len(sc.workload.layers)
-
-    # Pull: every shard sends its part of each tensor to every worker, in forward order.
-    ps_up = np.array([s.up for s in sc.shards])
-    pull_up = np.cumsum(layout.placement_fwd * (senders / ps_up), axis=0)  # (J, K) finish
-    if layout.flat_owner is not None:
-        pull_up_done = pull_up.ravel()[layout.flat_owner]
-    else:
-        pull_up_done = np.where(layout.holds_fwd, pull_up, 0.0).max(axis=1)
-
-    readies, group_ends = [], []
-    for group in sc.groups:
-        down_done = np.cumsum(layout.sizes_fwd / group.down)
-        arrival = np.maximum(pull_up_done, down_done) + alpha  # forward order
-        if overlap:
-            layer_arrival = np.zeros(n_layers)
-            layer_arrival[layout.layer_has] = np.maximum.reduceat(arrival, layout.layer_starts)
-            forward_end = float(serial_finish(layer_arrival, group.forward)[-1])
-        else:
-            forward_end = float(arrival.max()) + group.forward_s
-        ready, backward_end = backward_ready(sc, group, forward_end + group.unattributed_s)
-        if not overlap:
-            ready = np.full_like(ready, backward_end)
-        readies.append(ready)
-        group_ends.append(backward_end)
-
-    # Push: each worker's uplink and each shard's downlink are FIFO links.
-    sent = serial_finish(readies[0], sizes / sc.groups[0].up)
-    for group, ready in zip(sc.groups[1:], readies[1:]):
-        sent = np.maximum(sent, serial_finish(ready, sizes / group.up))
-
-    period = max(group_ends)
-    if len(sc.groups) == 1 and layout.ready_sorted:
-        period = max(period, _shards_one_group(sc, layout, readies[0], sent, senders))
-    else:
-        period = max(period, _shards_general(sc, layout, readies, sent))
+    zeros = np.zeros(len(sc.tensor_bytes))
+    updates, ends = _bsp_pass(sc, layout, senders, zeros, [-np.inf] * len(sc.groups))
+    period = max(float(updates.max()), *ends)
+    if sc.strategy.overlap:
+        for _ in range(MAX_PASSES - 1):
+            updates, ends = _bsp_pass(sc, layout, senders, updates - period,
+                                      [end - period for end in ends])
+            new_period = max(float(updates.max()), *ends)
+            settled = abs(new_period - period) <= 1e-9 * new_period
+            period = new_period
+            if settled:
+                break
 
     slowest = max(g.compute_s for g in sc.groups)
     times = [
         GroupTime(period, g.compute_s, period - slowest, slowest - g.compute_s)
         for g in sc.groups
     ]
-    shard_bytes = placement.sum(axis=0)
+    shard_bytes = sc.placement.sum(axis=0)
     busy = []
     for k, shard in enumerate(sc.shards):
         volume = float(senders[k] * shard_bytes[k])
@@ -155,9 +141,60 @@ def _ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     return times, period, resources
 
 
+def _bsp_pass(
+    sc: Scenario, layout: _PsLayout, senders: np.ndarray, release: np.ndarray,
+    previous_end: list[float],
+) -> tuple[np.ndarray, list[float]]:
+    """One BSP iteration: pull → forward → backward → push → update, as FIFO links.
+
+    ``release`` (gradient order) is when each tensor's pull may start and ``previous_end``
+    when each group finished its last backward, both relative to this iteration's origin.
+    Returns each tensor's update finish and each group's backward end.
+    """
+    overlap = sc.strategy.overlap
+    alpha = sc.latency_s
+    sizes, placement = sc.tensor_bytes, sc.placement
+    ps_up = np.array([s.up for s in sc.shards])
+
+    # Pull: each shard's uplink sends its tensors to every worker as they are released.
+    up_ready = np.where(layout.holds, release[:, None], -np.inf)
+    pulled = _per_tensor(layout, serial_finish(up_ready, placement * (senders / ps_up)))
+    by_release = np.argsort(release, kind="stable")
+    ready_in_order = release[by_release]
+
+    readies, ends = [], []
+    for group, before in zip(sc.groups, previous_end):
+        down_done = np.empty(len(sizes))
+        down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / group.down)
+        arrival = np.maximum(pulled, down_done) + alpha
+        if overlap:  # a layer starts once its parameters arrived and the previous layer ended
+            layer_arrival = np.zeros(len(group.forward))
+            layer_arrival[layout.layer_has] = np.maximum.reduceat(arrival[layout.order],
+                                                                  layout.layer_starts)
+            layer_arrival[0] = max(layer_arrival[0], before)
+            forward_end = float(serial_finish(layer_arrival, group.forward)[-1])
+        else:
+            forward_end = max(float(arrival.max()), before) + group.forward_s
+        ready, backward_end = backward_ready(sc, group, forward_end + group.unattributed_s)
+        if not overlap:
+            ready = np.full_like(ready, backward_end)
+        readies.append(ready)
+        ends.append(backward_end)
+
+    # Push: each worker's uplink and each shard's downlink are FIFO links.
+    sent = serial_finish(readies[0], sizes / sc.groups[0].up)
+    for group, ready in zip(sc.groups[1:], readies[1:]):
+        sent = np.maximum(sent, serial_finish(ready, sizes / group.up))
+    if len(sc.groups) == 1 and layout.ready_sorted:
+        updates = _shards_one_group(sc, layout, readies[0], sent, senders)
+    else:
+        updates = _shards_general(sc, layout, readies, sent)
+    return updates, ends
+
+
 def _shards_one_group(
     sc: Scenario, layout: _PsLayout, ready: np.ndarray, sent: np.ndarray, senders: np.ndarray
-) -> float:
+) -> np.ndarray:
     """All shards at once: one FIFO per column of a (tensors × shards) matrix.
 
     Tensors a shard does not hold are zero-work items; with ready times in order they leave
@@ -165,19 +202,24 @@ def _shards_one_group(
     """
     down = np.array([s.down for s in sc.shards])
     update = np.array([s.update_s_per_byte for s in sc.shards])
-    work = sc.placement * (senders / down)
-    done = serial_finish(ready[:, None], work)
+    done = serial_finish(ready[:, None], sc.placement * (senders / down))
     arrived = np.maximum(done, sent[:, None]) + sc.latency_s
     if np.any(update > 0):
         arrived = serial_finish(arrived, sc.placement * update)
-    return float(arrived[-1].max())
+    return _per_tensor(layout, arrived)
 
 
 def _shards_general(
     sc: Scenario, layout: _PsLayout, readies: list[np.ndarray], sent: np.ndarray
-) -> float:
-    """Shard by shard, merging the groups' gradient streams by time."""
-    period = 0.0
+) -> np.ndarray:
+    """Shard by shard, for mixed worker groups.
+
+    TCP shares a shard's downlink between its senders, so each group's gradient stream is a
+    FIFO on its share of the link (count / senders); a tensor is complete at the shard when
+    the last group delivered it. Merging all streams into one FIFO instead would make a
+    straggler's first gradient wait behind the fast workers' last ones.
+    """
+    updates = np.full(len(sc.tensor_bytes), -np.inf)
     for k, shard in enumerate(sc.shards):
         rows = layout.shard_rows[k]
         if not len(rows):
@@ -188,19 +230,17 @@ def _shards_general(
                            and group.first <= shard.host < group.first + group.count else 0)
             for group in sc.groups
         ]
-        ready_all = np.concatenate([r[rows] for r, c in zip(readies, counts) if c])
-        work_all = np.concatenate([part * (c / shard.down) for c in counts if c])
-        tensor_all = np.tile(np.arange(len(rows)), sum(1 for c in counts if c))
-        by_time = np.argsort(ready_all, kind="stable")
-        finish = serial_finish(ready_all[by_time], work_all[by_time])
-        done = np.zeros(len(rows))
-        np.maximum.at(done, tensor_all[by_time], finish)
+        per_byte = sum(counts) / shard.down
+        done = np.full(len(rows), -np.inf)
+        for ready, count in zip(readies, counts):
+            if count:
+                done = np.maximum(done, serial_finish(ready[rows], part * per_byte))
         arrived = np.maximum(done, sent[rows]) + sc.latency_s
         # Update: the shard applies a tensor once all N gradients of it arrived (FIFO).
         by_time = np.argsort(arrived, kind="stable")
         finish = serial_finish(arrived[by_time], part[by_time] * shard.update_s_per_byte)
-        period = max(period, float(finish[-1]))
-    return period
+        updates[rows[by_time]] = np.maximum(updates[rows[by_time]], finish)
+    return updates
 
 
 # ---------------------------------------------------------------- parameter server, ASP/SSP
@@ -243,26 +283,54 @@ def mva(
     return throughput, residence
 
 
+def _alone_cycle(sc: Scenario, group: GroupPlan) -> float:
+    """One worker of ``group`` alone with the shards: its pipelined, contention-free cycle."""
+    solo = replace(
+        sc, groups=(replace(group, count=1, first=0),),
+        shards=tuple(replace(shard, host=None) for shard in sc.shards),
+    )
+    return _ps_bsp(solo)[1]
+
+
 def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Think times (C,), station demands (S, C), populations (C,) and station names."""
+    """Think times (C,), station demands (S, C), populations (C,) and station names.
+
+    Each shard's downlink, uplink and optimizer are queueing stations. With overlap a worker
+    pushes some tensors while pulling others, so a shard's three resources work as a
+    pipeline: they become one station whose demand is the largest of the three (the
+    saturation limit is unchanged, the contention-free cycle is not inflated). The think time
+    is then set so that one worker alone sees exactly its pipelined cycle from the BSP model.
+    """
     alpha = sc.latency_s
     total = float(sc.tensor_bytes.sum())
     n = sc.worker_count
     shard_bytes = sc.placement.sum(axis=0)
     names, rows = [], []
-    sum_down = sum_up = 0.0
     for k, shard in enumerate(sc.shards):
         remote = (n - 1) / n if shard.host is not None else 1.0
-        down, up = shard_bytes[k] * remote / shard.down, shard_bytes[k] * remote / shard.up
-        sum_down, sum_up = sum_down + down, sum_up + up
-        names += [f"{shard.name} downlink", f"{shard.name} uplink", f"{shard.name} update"]
-        rows += [down, up, shard_bytes[k] * shard.update_s_per_byte]
+        parts = {
+            f"{shard.name} downlink": shard_bytes[k] * remote / shard.down,
+            f"{shard.name} uplink": shard_bytes[k] * remote / shard.up,
+            f"{shard.name} update": shard_bytes[k] * shard.update_s_per_byte,
+        }
+        if sc.strategy.overlap:
+            name = max(parts, key=parts.__getitem__)
+            names.append(name)
+            rows.append(parts[name])
+        else:
+            names += list(parts)
+            rows += list(parts.values())
     demand = np.tile(np.array(rows)[:, None], (1, len(sc.groups)))
-    think = np.array([
-        g.compute_s + 2 * alpha
-        + max(0.0, total / g.up - sum_down) + max(0.0, total / g.down - sum_up)
-        for g in sc.groups
-    ])
+    if sc.strategy.overlap:
+        think = np.array([max(_alone_cycle(sc, g) - float(sum(rows)), 0.0) for g in sc.groups])
+    else:
+        sum_down = sum(r for name, r in zip(names, rows) if name.endswith("downlink"))
+        sum_up = sum(r for name, r in zip(names, rows) if name.endswith("uplink"))
+        think = np.array([
+            g.compute_s + 2 * alpha
+            + max(0.0, total / g.up - sum_down) + max(0.0, total / g.down - sum_up)
+            for g in sc.groups
+        ])
     population = np.array([g.count for g in sc.groups], dtype=float)
     return think, demand, population, names
 
