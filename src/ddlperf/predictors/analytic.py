@@ -23,7 +23,7 @@ import numpy as np
 from ddlperf.cluster import TCP_ETHERNET_GOODPUT
 from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
-from ddlperf.scenario import Scenario
+from ddlperf.scenario import GroupPlan, Scenario
 
 # Below this share of the iteration, exposed communication is not called a bottleneck.
 COMPUTE_BOUND_SHARE = 0.05
