@@ -1,7 +1,9 @@
 """Speed of the analytic predictor on a resnet50 sweep grid, and CLI start-up time.
 
 Run: ``python benchmarks/bench_analytic.py``. Prints predictions per second (best of 3
-passes over the grid) and the wall time of ``ddlperf predict --json`` (best of 5).
+passes over the grid) — one ``predict_analytic`` per point, and ``ddlperf.sweep`` per point and
+batched (``predictors.analytic_batch``) — and the wall time of ``ddlperf predict --json``
+(best of 5).
 Targets (issue #2): ≥ 10,000 predictions/s; start-up under 1 s.
 """
 
@@ -59,16 +61,31 @@ SWEEP_AXES = {
 }
 
 
-def sweep_rate(jobs: int, passes: int = 3) -> tuple[float, int]:
-    """``ddlperf.sweep.sweep`` over a resnet50 grid (workload built inside, as a user runs it)."""
-    from ddlperf.sweep import sweep
+def sweep_rate(jobs: int, passes: int = 3, batch: bool = True) -> tuple[float, int]:
+    """``ddlperf.sweep.sweep`` over a resnet50 grid (workload built inside, as a user runs it).
+
+    ``batch=False``: one ``predict_analytic`` per point instead of the batched model.
+    """
+    from ddlperf import sweep as sweep_module
 
     best, n = float("inf"), 0
-    for _ in range(passes):
-        start = time.perf_counter()
-        n = len(sweep(SWEEP_AXES, jobs=jobs, model="resnet50"))
-        best = min(best, time.perf_counter() - start)
+    saved, sweep_module.BATCH = sweep_module.BATCH, batch
+    try:
+        for _ in range(passes):
+            start = time.perf_counter()
+            n = len(sweep_module.sweep(SWEEP_AXES, jobs=jobs, model="resnet50"))
+            best = min(best, time.perf_counter() - start)
+    finally:
+        sweep_module.BATCH = saved
     return n / best, n
+
+
+def batched_share() -> float:
+    """Share of the sweep grid's points that take the batched path (the rest: per point)."""
+    from ddlperf.sweep import _plan, _State, grid
+
+    state, points = _State(), grid(SWEEP_AXES)
+    return sum(_plan({"model": "resnet50", **p}, state) is not None for p in points) / len(points)
 
 
 def startup_seconds(runs: int = 5) -> float:
@@ -84,6 +101,9 @@ def startup_seconds(runs: int = 5) -> float:
 if __name__ == "__main__":
     rate, n = predictions_per_second()
     print(f"predict_analytic loop, resnet50 grid of {n} points, 1 process: {rate:,.0f}/s")
+    rate, n = sweep_rate(1, batch=False)
+    print(f"ddlperf.sweep, per-point path, resnet50 grid of {n} points, 1 process: {rate:,.0f}/s")
+    print(f"ddlperf.sweep, batched share of the grid: {batched_share():.0%}")
     for jobs in (1, 2):
         rate, n = sweep_rate(jobs)
         print(f"ddlperf.sweep, resnet50 grid of {n} points, {jobs} process(es): {rate:,.0f}/s")

@@ -2,7 +2,11 @@
 
 Points are independent, so a large grid is split across processes (``jobs``). Workloads are
 built once per (model, batch, device) and reused: the predictors cache everything that depends
-only on the workload, which is what makes thousands of predictions per second possible.
+only on the workload. With the analytic method, points that differ only in numbers (worker
+count, bandwidth, latency, goodput) are evaluated together by
+:mod:`ddlperf.predictors.analytic_batch` (same rows as one prediction per point, tens of
+thousands of points per second); the others (cluster files, colocated shards, mixed workers,
+errors) are predicted one by one.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scali
                "bottleneck")
 # Below this many points a process pool costs more than it saves.
 MIN_POINTS_PER_JOB = 200
+# Evaluate the analytic model for many points at once (predictors.analytic_batch); False:
+# one prediction per point (kept for tests and comparisons).
+BATCH = True
 
 
 def grid(axes: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -58,47 +65,166 @@ def grid(axes: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
 def _predict_points(
     points: Sequence[dict[str, Any]], fixed: dict[str, Any], method: str
 ) -> list[dict[str, Any]]:
-    workloads: dict[tuple[Any, ...], Any] = {}
-    strategies: dict[tuple[Any, ...], Any] = {}
-    rows = []
-    for point in points:
+    """Rows for ``points``: batched where points differ only in numbers, else one by one."""
+    state = _State()
+    rows: list[dict[str, Any] | None] = [None] * len(points)
+    batches: dict[tuple[Any, ...], tuple[Any, list[int], list[int], list[tuple[float, ...]]]] = {}
+    for i, point in enumerate(points):
         spec = {**fixed, **point}
-        row: dict[str, Any] = dict(point)
-        try:
-            wkey = (spec.get("model"), spec.get("workload"), spec.get("batch_size"),
-                    spec.get("device"))
-            if wkey not in workloads:
-                workloads[wkey] = make_workload(spec.get("model"), spec.get("workload"),
-                                                spec.get("batch_size"), spec.get("device"))
-            skey = tuple(spec.get(k) for k in ("arch", "sync", "staleness", "sharding",
-                                               "overlap", "bucket_size"))
-            if skey not in strategies:
-                strategies[skey] = make_strategy(
-                    spec.get("arch", "ps"), spec.get("sync", "bsp"), spec.get("staleness"),
-                    spec.get("sharding", "round_robin"), spec.get("overlap", True),
-                    spec.get("bucket_size"))
-            strategy = strategies[skey]
-            worker_device = spec.get("device") if spec.get("workload") is not None else None
-            cluster = make_cluster(spec.get("config"), spec.get("workers"), spec.get("ps"),
-                                   spec.get("bandwidth"), spec.get("latency"),
-                                   spec.get("goodput"), spec.get("placement"), strategy.arch,
-                                   worker_device)
-            scenario = resolve(workloads[wkey], cluster, strategy)
-            if method == "simulate":
-                from ddlperf.predictors.simulate import predict_simulate
+        planned = _plan(spec, state) if method == "analytic" and BATCH else None
+        if planned is None:
+            rows[i] = _predict_one(point, spec, method, state)
+            continue
+        key, template, workers, values = planned
+        batch = batches.get(key)
+        if batch is None:
+            batch = batches[key] = (template, [], [], [])
+        batch[1].append(i)
+        batch[2].append(workers)
+        batch[3].append(values)
+    if batches:
+        from ddlperf.predictors.analytic_batch import predict_batch
 
-                prediction = predict_simulate(scenario)
-            else:
-                from ddlperf.predictors.analytic import predict_analytic
+        for template, indices, workers, values in batches.values():
+            for i, result in zip(indices, predict_batch(template, workers, values)):
+                row = dict(points[i])
+                row.update(zip(RESULT_KEYS, result))
+                row["error"] = None
+                rows[i] = row
+    return rows  # type: ignore[return-value]
 
-                prediction = predict_analytic(scenario)
-            row.update(prediction.summary())
-            row["error"] = None
-        except InputError as exc:
-            row.update(dict.fromkeys(RESULT_KEYS))
-            row["error"] = str(exc)
-        rows.append(row)
-    return rows
+
+class _State:
+    """Per-call caches: workloads, strategies, template clusters and scenarios."""
+
+    def __init__(self) -> None:
+        self.workloads: dict[tuple[Any, ...], Any] = {}
+        self.strategies: dict[tuple[Any, ...], Any] = {}
+        self.templates: dict[tuple[Any, ...], Any] = {}
+        self.clusters: dict[tuple[Any, ...], Any] = {}
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` itself as a cache key, or its identity (a Workload or dict is not hashable)."""
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value), id(value))
+    return value
+
+
+def _workload_key(spec: dict[str, Any]) -> tuple[Any, ...]:
+    return (spec.get("model"), _hashable(spec.get("workload")), spec.get("batch_size"),
+            spec.get("device"))
+
+
+def _strategy_key(spec: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(_hashable(spec.get(k)) for k in ("arch", "sync", "staleness", "sharding",
+                                                  "overlap", "bucket_size"))
+
+
+def _workload_and_strategy(spec: dict[str, Any], state: _State) -> tuple[Any, Any]:
+    wkey = _workload_key(spec)
+    if wkey not in state.workloads:
+        state.workloads[wkey] = make_workload(spec.get("model"), spec.get("workload"),
+                                              spec.get("batch_size"), spec.get("device"))
+    skey = _strategy_key(spec)
+    if skey not in state.strategies:
+        state.strategies[skey] = make_strategy(
+            spec.get("arch", "ps"), spec.get("sync", "bsp"), spec.get("staleness"),
+            spec.get("sharding", "round_robin"), spec.get("overlap", True),
+            spec.get("bucket_size"))
+    return state.workloads[wkey], state.strategies[skey]
+
+
+def _plan(
+    spec: dict[str, Any], state: _State
+) -> tuple[tuple[Any, ...], Any, int, tuple[float, ...]] | None:
+    """(batch key, template scenario, worker count, point values), or None: predict alone.
+
+    A point's cluster differs from a one-worker template cluster only in the worker count when
+    there is no cluster file, the shards are dedicated and the count is a positive int; every
+    other input (units, errors, defaults) goes through the same ``make_*``/``resolve`` calls
+    as a single prediction, once per distinct template. Anything unusual (errors included)
+    returns None, so that point takes the per-point path and gets exactly its row.
+    """
+    if spec.get("config") is not None or spec.get("placement", "dedicated") not in (
+            None, "dedicated"):
+        return None
+    workers = spec.get("workers")
+    if workers is None:
+        workers = DEFAULTS["workers"]
+    elif type(workers) is not int or workers <= 0:
+        return None
+    values = tuple(map(spec.get, _TEMPLATE_FIELDS))
+    try:
+        hash(values)
+    except TypeError:
+        values = tuple(map(_hashable, values))
+    tkey = (values, tuple(map(type, values)))
+    template = state.templates.get(tkey, _MISSING)
+    if template is _MISSING:
+        template = state.templates[tkey] = _template(spec, state)
+    if template is None:
+        return None
+    key, scenario, point_values = template
+    return key, scenario, workers, point_values
+
+
+_TEMPLATE_FIELDS = ("model", "workload", "batch_size", "device", "arch", "sync", "staleness",
+                    "sharding", "overlap", "bucket_size", "ps", "bandwidth", "latency",
+                    "goodput", "placement")
+_MISSING = object()
+
+
+def _template(
+    spec: dict[str, Any], state: _State
+) -> tuple[tuple[Any, ...], Any, tuple[float, ...]] | None:
+    from ddlperf.predictors.analytic_batch import batch_key, point_values
+
+    try:
+        workload, strategy = _workload_and_strategy(spec, state)
+        worker_device = spec.get("device") if spec.get("workload") is not None else None
+        fields = (spec.get("ps"), spec.get("bandwidth"), spec.get("latency"),
+                  spec.get("goodput"), spec.get("placement"), strategy.arch, worker_device)
+        ckey = (fields, tuple(map(type, fields)))
+        if ckey not in state.clusters:
+            state.clusters[ckey] = make_cluster(None, 1, *fields)
+        scenario = resolve(workload, state.clusters[ckey], strategy)
+    except InputError:
+        return None
+    key = batch_key(scenario)
+    if key is None:
+        return None
+    return key, scenario, point_values(scenario)
+
+
+def _predict_one(
+    point: dict[str, Any], spec: dict[str, Any], method: str, state: _State
+) -> dict[str, Any]:
+    row: dict[str, Any] = dict(point)
+    try:
+        workload, strategy = _workload_and_strategy(spec, state)
+        worker_device = spec.get("device") if spec.get("workload") is not None else None
+        cluster = make_cluster(spec.get("config"), spec.get("workers"), spec.get("ps"),
+                               spec.get("bandwidth"), spec.get("latency"),
+                               spec.get("goodput"), spec.get("placement"), strategy.arch,
+                               worker_device)
+        scenario = resolve(workload, cluster, strategy)
+        if method == "simulate":
+            from ddlperf.predictors.simulate import predict_simulate
+
+            prediction = predict_simulate(scenario)
+        else:
+            from ddlperf.predictors.analytic import predict_analytic
+
+            prediction = predict_analytic(scenario)
+        row.update(prediction.summary())
+        row["error"] = None
+    except InputError as exc:
+        row.update(dict.fromkeys(RESULT_KEYS))
+        row["error"] = str(exc)
+    return row
 
 
 def _chunk(args: tuple[list[dict[str, Any]], dict[str, Any], str]) -> list[dict[str, Any]]:
@@ -129,11 +255,31 @@ def sweep(
     jobs = min(jobs, max(1, len(points) // MIN_POINTS_PER_JOB))
     if jobs == 1:
         return _predict_points(points, fixed, method)
+    # Points that differ only in numbers go to the same process, so that each process
+    # evaluates few, large batches (rows are put back in grid order below).
+    order = _batch_order(points)
     size = -(-len(points) // jobs)
-    chunks = [(points[i:i + size], fixed, method) for i in range(0, len(points), size)]
+    chunks = [([points[i] for i in order[s:s + size]], fixed, method)
+              for s in range(0, len(points), size)]
     with get_context("fork").Pool(jobs) as pool:
         parts = pool.map(_chunk, chunks)
-    return [row for part in parts for row in part]
+    rows: list[dict[str, Any]] = [{}] * len(points)
+    for i, row in zip(order, (row for part in parts for row in part)):
+        rows[i] = row
+    return rows
+
+
+# Axes whose values only change the numbers of a batch, not its shape.
+_NUMERIC_AXES = ("workers", "bandwidth", "latency", "goodput")
+
+
+def _batch_order(points: Sequence[dict[str, Any]]) -> list[int]:
+    """Point indices, grouped by the values of the non-numeric axes (first-seen order)."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, point in enumerate(points):
+        key = tuple((k, v) for k, v in point.items() if k not in _NUMERIC_AXES)
+        groups.setdefault(key, []).append(i)
+    return [i for members in groups.values() for i in members]
 
 
 def columns(rows: Iterable[dict[str, Any]]) -> list[str]:

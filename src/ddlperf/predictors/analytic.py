@@ -66,7 +66,7 @@ class _PsLayout:
     ready_sorted: bool  # gradient order follows reverse layer order (ready times ascend)
 
 
-def _ps_layout(sc: Scenario) -> _PsLayout:
+def ps_layout(sc: Scenario) -> _PsLayout:
     key = ("ps_layout", sc.strategy.sharding, len(sc.shards))
     cache = sc.workload.derived_cache
     if key not in cache:
@@ -106,7 +106,7 @@ def _ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     are independent directions). Starting from "all pulls at once", each pass feeds the update
     times of the last pass back as pull releases; the period converges in a few passes.
     """
-    layout = _ps_layout(sc)
+    layout = ps_layout(sc)
     senders = _ps_senders(sc)
     zeros = np.zeros(len(sc.tensor_bytes))
     updates, ends = _bsp_pass(sc, layout, senders, zeros, [-np.inf] * len(sc.groups))
@@ -440,7 +440,7 @@ def name_bottleneck(
     sc: Scenario, times: list[GroupTime], period: float, resources: list[ResourceUse]
 ) -> str:
     slowest_group = max(zip(sc.groups, times), key=lambda gt: gt[1].compute_s)[0]
-    mean_wait = max(t.wait_s for t in times)
+    max_wait = max(t.wait_s for t in times)
     exposed = period - max(t.compute_s for t in times)
     async_mode = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
     if async_mode:
@@ -450,10 +450,10 @@ def name_bottleneck(
         comm_share = max(t.communication_s / t.iteration_s for t in times)
         if comm_share <= COMPUTE_BOUND_SHARE:
             return "compute"
-        if mean_wait > max(t.communication_s for t in times):
+        if max_wait > max(t.communication_s for t in times):
             return f"straggler {slowest_group.worker_name()}"
         return hot.name
-    if mean_wait > exposed and mean_wait > COMPUTE_BOUND_SHARE * period:
+    if max_wait > exposed and max_wait > COMPUTE_BOUND_SHARE * period:
         return f"straggler {slowest_group.worker_name()}"
     if exposed <= COMPUTE_BOUND_SHARE * period:
         return "compute"

@@ -1,0 +1,479 @@
+"""The analytic model for many grid points at once (a trailing batch axis on every array).
+
+Points that share the workload, the strategy, the PS count and the worker group (one group of
+identical workers, dedicated shards, gradients ready in reverse layer order) differ only in
+numbers: worker count N, link rates, latency and the PS update cost. For those, every array of
+:mod:`ddlperf.predictors.analytic` gets a trailing batch axis — (J,) → (J, B), scalars → (B,) —
+and each point's headline results equal ``predict_analytic(scenario).summary()`` for that point:
+the same floating-point operations in the same order, so the numbers agree to the last bit (or
+to a few ulps where a shortcut below drops rows whose effect is rounding only) and the
+bottleneck names are the same.
+
+Two exact shortcuts keep the arrays small:
+
+- Shards have identical links, so shards with the same placement column have identical FIFOs
+  and are computed once (``even`` sharding: one column instead of K).
+- With whole tensors per (distinct) shard, each shard's FIFO is run over its own tensors only,
+  padded to the longest list, instead of over all J tensors with zero-work rows: a (P, U, B)
+  array with P·U ≈ J instead of (J, K, B). A zero-work row whose release time is not later than
+  the next real row's cannot change any real finish time (beyond the last bit).
+
+Everything else (several groups, colocated shards, a custom gradient order) is left to the
+per-point model: :func:`batch_key` returns ``None`` for such scenarios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ddlperf.predictors.analytic import (
+    COMPUTE_BOUND_SHARE,
+    MAX_PASSES,
+    buckets,
+    ps_layout,
+    single_worker_baseline,
+)
+from ddlperf.predictors.timeline import backward_ready, serial_finish
+from ddlperf.scenario import Scenario
+
+# Points per vectorized evaluation: bounds memory (arrays are (tensors × points)).
+MAX_BATCH = 256
+
+Summary = tuple[float, float, float, float, str]
+
+
+# ---------------------------------------------------------------- eligibility and inputs
+
+
+def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
+    """What a scenario shares with every point it can be batched with; None: not batchable.
+
+    Points with equal keys differ only in :func:`point_values` and the worker count.
+    """
+    if len(sc.groups) != 1:
+        return None
+    g = sc.groups[0]
+    if g.first != 0:
+        return None
+    strategy = sc.strategy
+    if strategy.arch == "ps":
+        if not sc.shards or any(s.host is not None for s in sc.shards):
+            return None
+        first = sc.shards[0]
+        if any((s.up, s.down, s.update_s_per_byte) != (first.up, first.down,
+                                                         first.update_s_per_byte)
+               for s in sc.shards[1:]):
+            return None
+        if _layout(sc) is None:
+            return None
+    elif sc.shards:
+        return None
+    return (
+        id(sc.workload), sc.workload.name, strategy.arch, strategy.sync, strategy.staleness,
+        strategy.sharding, strategy.overlap, strategy.bucket_bytes, len(sc.shards),
+        len(sc.tensor_bytes), id(sc.placement), g.device, g.batch_size, id(g.forward),
+        id(g.backward), id(g.ready_offset), g.unattributed_s, g.update_s_per_byte,
+        g.forward_s, g.backward_s, g.compute_s,
+    )
+
+
+def point_values(sc: Scenario) -> tuple[float, float, float, float, float, float]:
+    """The numbers a point adds to its batch key: worker up/down, shard up/down, shard update
+    seconds per byte, latency (the worker count comes separately)."""
+    g = sc.groups[0]
+    if sc.shards:
+        s = sc.shards[0]
+        return (g.up, g.down, s.up, s.down, s.update_s_per_byte, sc.latency_s)
+    return (g.up, g.down, 1.0, 1.0, 0.0, sc.latency_s)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Distinct placement columns, each FIFO over its own tensors (padded)."""
+
+    idx: np.ndarray  # (P, U): gradient-order tensor index; pads point at row J (a -inf row)
+    part: np.ndarray  # (P, U): bytes of that tensor on the column's shards; pads 0
+    flat: np.ndarray  # (J,): index into the flattened (P·U) array of each tensor's slot
+
+
+def _layout(sc: Scenario) -> _Layout | None:
+    """None when a tensor sits on several distinct columns or gradients are out of order."""
+    key = ("batch_layout", sc.strategy.sharding, len(sc.shards))
+    cache = sc.workload.derived_cache
+    if key not in cache:
+        cache[key] = _build_layout(sc)
+    return cache[key]
+
+
+def _build_layout(sc: Scenario) -> _Layout | None:
+    if not ps_layout(sc).ready_sorted:
+        return None
+    placement = sc.placement
+    columns: list[np.ndarray] = []
+    seen: set[bytes] = set()
+    for k in range(placement.shape[1]):
+        col = placement[:, k]
+        if not np.any(col > 0) or col.tobytes() in seen:
+            continue
+        seen.add(col.tobytes())
+        columns.append(col)
+    if not columns:
+        return None
+    held = np.array([c > 0 for c in columns])  # (U, J)
+    if not np.all(held.sum(axis=0) == 1):
+        return None
+    rows = [np.flatnonzero(h) for h in held]
+    n_tensors = placement.shape[0]
+    depth = max(len(r) for r in rows)
+    idx = np.full((depth, len(rows)), n_tensors, dtype=np.intp)
+    part = np.zeros((depth, len(rows)))
+    flat = np.empty(n_tensors, dtype=np.intp)
+    for u, r in enumerate(rows):
+        idx[: len(r), u] = r
+        part[: len(r), u] = columns[u][r]
+        flat[r] = np.arange(len(r)) * len(rows) + u
+    return _Layout(idx=idx, part=part, flat=flat)
+
+
+@dataclass
+class _Points:
+    """Per-point inputs of one batch, all (B,)."""
+
+    n: np.ndarray  # worker count (float)
+    gup: np.ndarray
+    gdown: np.ndarray
+    sup: np.ndarray
+    sdown: np.ndarray
+    supd: np.ndarray
+    alpha: np.ndarray
+
+    def take(self, cols: np.ndarray) -> _Points:
+        return _Points(*(getattr(self, f)[cols] for f in
+                         ("n", "gup", "gdown", "sup", "sdown", "supd", "alpha")))
+
+
+# ---------------------------------------------------------------- parameter server, BSP
+
+
+class _Fifo:
+    """``serial_finish`` with fixed work: its running totals are computed once per batch."""
+
+    def __init__(self, total: np.ndarray, base: np.ndarray) -> None:
+        self.total = total
+        self.base = base  # total before each item
+
+    @classmethod
+    def of(cls, work: np.ndarray) -> _Fifo:
+        total = np.cumsum(work, axis=0)
+        return cls(total, total - work)
+
+    def finish(self, ready: np.ndarray) -> np.ndarray:
+        """Same operations as ``serial_finish(ready, work)``."""
+        return self.total + np.maximum.accumulate(ready - self.base, axis=0)
+
+    def take(self, cols: np.ndarray) -> _Fifo:
+        return _Fifo(self.total[..., cols], self.base[..., cols])
+
+
+@dataclass
+class _Links:
+    """The FIFOs whose work does not change between passes (per point, last axis)."""
+
+    pull: _Fifo  # (P, U, B) shard uplinks
+    sent: _Fifo  # (J, B) worker uplink
+    pushed: _Fifo  # (P, U, B) shard downlinks
+    applied: _Fifo | None  # (P, U, B) shard update queues; None: no point has update work
+    updating: np.ndarray  # (B,) the points with update work
+
+    @classmethod
+    def of(cls, sc: Scenario, lay: _Layout, p: _Points) -> _Links:
+        part = lay.part[:, :, None]
+        updating = p.supd > 0
+        return cls(
+            pull=_Fifo.of(part * (p.n / p.sup)),
+            sent=_Fifo.of(sc.tensor_bytes[:, None] / p.gup),
+            pushed=_Fifo.of(part * (p.n / p.sdown)),
+            applied=_Fifo.of(part * p.supd) if np.any(updating) else None,
+            updating=updating,
+        )
+
+    def take(self, cols: np.ndarray) -> _Links:
+        return _Links(self.pull.take(cols), self.sent.take(cols), self.pushed.take(cols),
+                      None if self.applied is None else self.applied.take(cols),
+                      self.updating[cols])
+
+
+def _bsp_pass(
+    sc: Scenario, lay: _Layout, p: _Points, links: _Links, release: np.ndarray,
+    before: np.ndarray, first: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``analytic._bsp_pass`` for one group and dedicated shards, batched over points.
+
+    ``first``: ``release`` is all zeros (the first pass).
+    """
+    g = sc.groups[0]
+    overlap = sc.strategy.overlap
+    sizes = sc.tensor_bytes
+    n_tensors, points = release.shape
+    pad = np.full((1, points), -np.inf)
+
+    # Pull: each (distinct) shard's uplink sends its tensors as they are released.
+    pulled = links.pull.finish(np.concatenate((release, pad))[lay.idx])
+    pulled = pulled.reshape(-1, points)[lay.flat]
+    if first:  # all released at 0: the stable order is the gradient order
+        down_done = serial_finish(release, sizes[:, None] / p.gdown)
+    else:
+        by_release = np.argsort(release, axis=0, kind="stable")
+        ready_in_order = np.take_along_axis(release, by_release, axis=0)
+        down_done = np.empty_like(release)
+        np.put_along_axis(down_done, by_release,
+                          serial_finish(ready_in_order, sizes[by_release] / p.gdown), axis=0)
+    arrival = np.maximum(pulled, down_done) + p.alpha
+    if overlap:
+        lay_ps = ps_layout(sc)
+        layer_arrival = np.zeros((len(g.forward), points))
+        layer_arrival[lay_ps.layer_has] = np.maximum.reduceat(arrival[lay_ps.order],
+                                                              lay_ps.layer_starts, axis=0)
+        layer_arrival[0] = np.maximum(layer_arrival[0], before)
+        forward_end = serial_finish(layer_arrival, g.forward[:, None])[-1]
+    else:
+        forward_end = np.maximum(arrival.max(axis=0), before) + g.forward_s
+    backward_start = forward_end + g.unattributed_s
+    backward_end = backward_start + g.backward_s
+    if overlap:
+        grad_ready = g.ready_offset[:, None] + backward_start
+    else:
+        grad_ready = np.broadcast_to(backward_end, (n_tensors, points))
+
+    # Push: the worker's uplink, then each shard's downlink and update queue, as FIFOs.
+    sent = links.sent.finish(grad_ready)
+    done = links.pushed.finish(np.concatenate((grad_ready, pad))[lay.idx])
+    arrived = np.maximum(done, np.concatenate((sent, pad))[lay.idx]) + p.alpha
+    if links.applied is not None:
+        applied = links.applied.finish(arrived)
+        updating = links.updating
+        arrived = applied if updating.all() else np.where(updating, applied, arrived)
+    return arrived.reshape(-1, points)[lay.flat], backward_end
+
+
+def _bsp_period(sc: Scenario, lay: _Layout, p: _Points) -> np.ndarray:
+    """``analytic._ps_bsp`` period per point; each point stops iterating once it settled."""
+    points = len(p.n)
+    links = _Links.of(sc, lay, p)
+    updates, ends = _bsp_pass(sc, lay, p, links, np.zeros((len(sc.tensor_bytes), points)),
+                              np.full(points, -np.inf), first=True)
+    period = np.maximum(updates.max(axis=0), ends)
+    if sc.strategy.overlap:
+        active = np.arange(points)
+        sub_p, sub_links = p, links
+        for _ in range(MAX_PASSES - 1):
+            whole = len(active) == points
+            last = period[active]
+            upd = updates if whole else updates[:, active]
+            end = ends if whole else ends[active]
+            upd, end = _bsp_pass(sc, lay, sub_p, sub_links, upd - last, end - last)
+            new = np.maximum(upd.max(axis=0), end)
+            settled = np.abs(new - last) <= 1e-9 * new
+            period[active] = new
+            updates[:, active] = upd
+            ends[active] = end
+            if settled.all():
+                break
+            if settled.any():
+                active = active[~settled]
+                sub_p, sub_links = p.take(active), links.take(active)
+    return period
+
+
+def _bsp_bottleneck(sc: Scenario, p: _Points, period: np.ndarray) -> np.ndarray:
+    """Index into ``_bsp_resource_names`` of the busiest resource, or -1 for "compute"."""
+    g = sc.groups[0]
+    shard_bytes = sc.placement.sum(axis=0)
+    total = sc.parameter_bytes
+    busy = []
+    for k in range(len(sc.shards)):
+        volume = p.n * shard_bytes[k]
+        busy += [volume / p.sdown, volume / p.sup, float(shard_bytes[k]) * p.supd]
+    busy += [total / p.gup, total / p.gdown]
+    hot = np.argmax(np.array(busy), axis=0)
+    exposed = period - g.compute_s
+    return np.where(exposed <= COMPUTE_BOUND_SHARE * period, -1, hot)
+
+
+def _bsp_resource_names(sc: Scenario) -> list[str]:
+    names = []
+    for shard in sc.shards:
+        names += [f"{shard.name} downlink", f"{shard.name} uplink", f"{shard.name} update"]
+    g = sc.groups[0]
+    return [*names, f"{g.worker_name()} uplink", f"{g.worker_name()} downlink"]
+
+
+# ---------------------------------------------------------------- parameter server, ASP/SSP
+
+
+def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray) -> np.ndarray:
+    """Exact single-class MVA throughput per point: think (B,), demand (S, B), population (B,).
+
+    The recursion over n = 1 … N runs once for all points; a point leaves it after its own N
+    (columns sorted by N, so the points still running are a prefix). Same arithmetic, in the
+    same order, as ``analytic.mva`` with one class.
+    """
+    order = np.argsort(-population, kind="stable")
+    counts = population[order].astype(np.int64)
+    d = np.ascontiguousarray(demand[:, order])
+    z = think[order]
+    queue = np.zeros_like(d)
+    throughput = np.zeros(len(counts))
+    # running[n - 1]: how many points have N ≥ n
+    running = np.searchsorted(-counts, -np.arange(1, int(counts[0]) + 1), side="right")
+    for n, m in enumerate(running.tolist(), start=1):
+        residence = d[:, :m] * (1.0 + queue[:, :m])
+        x = n / (z[:m] + residence.sum(axis=0))
+        throughput[:m] = x
+        queue[:, :m] = x * residence
+    out = np.empty_like(throughput)
+    out[order] = throughput
+    return out
+
+
+_PARTS = ("downlink", "uplink", "update")
+
+
+def _async(
+    sc: Scenario, lay: _Layout, p: _Points, bsp_period: np.ndarray | None
+) -> tuple[np.ndarray, list[str]]:
+    """``analytic._ps_async`` with one group: periods (B,) and the bottleneck names."""
+    g = sc.groups[0]
+    points = len(p.n)
+    alpha = p.alpha
+    total = float(sc.tensor_bytes.sum())
+    shard_bytes = sc.placement.sum(axis=0)
+    n_shards = len(sc.shards)
+    # parts[k, i]: shard k's downlink, uplink, update demand (dedicated: no local traffic)
+    parts = [[shard_bytes[k] * 1.0 / p.sdown, shard_bytes[k] * 1.0 / p.sup,
+              shard_bytes[k] * p.supd] for k in range(n_shards)]
+    if sc.strategy.overlap:
+        stacked = np.array(parts)  # (K, 3, B)
+        kind = np.argmax(stacked, axis=1)  # first largest, like max(dict, key=…)
+        demand = np.take_along_axis(stacked, kind[:, None, :], axis=1)[:, 0, :]
+        rows_sum = demand.sum(axis=0)
+        # one worker alone: the same for every N, so once per distinct set of numbers
+        numbers = np.array([p.gup, p.gdown, p.sup, p.sdown, p.supd, p.alpha])
+        distinct, inverse = np.unique(numbers, axis=1, return_inverse=True)
+        solo = _Points(np.ones(distinct.shape[1]), *distinct)
+        alone = _bsp_period(sc, lay, solo)[inverse.reshape(-1)]
+        think = np.maximum(alone - rows_sum, 0.0)
+    else:
+        demand = np.array([r for k in range(n_shards) for r in parts[k]])  # (3K, B)
+        kind = None
+        sum_down = np.sum([parts[k][0] for k in range(n_shards)], axis=0)
+        sum_up = np.sum([parts[k][1] for k in range(n_shards)], axis=0)
+        think = (g.compute_s + 2 * alpha + np.maximum(0.0, total / p.gup - sum_down)
+                 + np.maximum(0.0, total / p.gdown - sum_up))
+    throughput = mva_one_class(think, demand, p.n)
+    periods = p.n / throughput
+    if bsp_period is not None:
+        periods = np.where(periods >= bsp_period, bsp_period, periods)
+    utilization = demand * throughput
+    hot = np.argmax(utilization, axis=0)
+    hot_u = np.take_along_axis(utilization, hot[None, :], axis=0)[0]
+    comm = np.maximum(periods - g.compute_s - 0.0, 0.0)
+    compute_bound = comm / periods <= COMPUTE_BOUND_SHARE
+    names = []
+    for b in range(points):
+        s = int(hot[b])
+        if kind is not None:
+            name = f"{sc.shards[s].name} {_PARTS[int(kind[s, b])]}"
+        else:
+            name = f"{sc.shards[s // 3].name} {_PARTS[s % 3]}"
+        if hot_u[b] < 0.8 and compute_bound[b]:
+            name = "compute"
+        names.append(name)
+    return periods, names
+
+
+# ---------------------------------------------------------------- ring all-reduce
+
+
+def _allreduce(sc: Scenario, p: _Points) -> tuple[np.ndarray, list[str]]:
+    g = sc.groups[0]
+    cache = sc.workload.derived_cache
+    key = ("buckets", sc.strategy.bucket_bytes)
+    if key not in cache:
+        cache[key] = buckets(sc.tensor_bytes, sc.strategy.bucket_bytes)
+    groups_of_tensors = cache[key]
+    last = np.array([b[-1] for b in groups_of_tensors])
+    bucket_bytes = np.array([sc.tensor_bytes[b].sum() for b in groups_of_tensors])
+    update = float(sc.tensor_bytes.sum()) * g.update_s_per_byte
+    tensor_ready, backward_end = backward_ready(sc, g, g.forward_s + g.unattributed_s)
+    bucket_ready = tensor_ready[last] if sc.strategy.overlap else np.full(len(last),
+                                                                           backward_end)
+    ready = update + bucket_ready
+    end_all = max(0.0, update + backward_end)
+    compute = g.compute_s + update
+    rate = np.minimum(p.gup, p.gdown)
+    n = p.n
+    step = 2 * (n - 1) * (p.alpha + bucket_bytes[:, None] / (n * rate))
+    step = np.where(n <= 1, 0.0, step)
+    period = np.maximum(serial_finish(ready[:, None], step)[-1], end_all)
+    exposed = period - compute
+    names = [
+        "compute" if e <= COMPUTE_BOUND_SHARE * t
+        else f"ring ({g.worker_name()} {'uplink' if up <= down else 'downlink'})"
+        for e, t, up, down in zip(exposed.tolist(), period.tolist(), p.gup.tolist(),
+                                  p.gdown.tolist())
+    ]
+    return period, names
+
+
+# ---------------------------------------------------------------- assembly
+
+
+def predict_batch(
+    template: Scenario, workers: Sequence[int], values: Sequence[Sequence[float]]
+) -> list[Summary]:
+    """Headline results (``Prediction.summary()`` values, in ``RESULT_KEYS`` order) per point.
+
+    ``template`` is any scenario of the batch (its :func:`batch_key` is not None); point i has
+    ``workers[i]`` workers and :func:`point_values` equal to ``values[i]``.
+    """
+    out: list[Summary] = []
+    for start in range(0, len(workers), MAX_BATCH):
+        out += _predict_chunk(template, workers[start:start + MAX_BATCH],
+                              values[start:start + MAX_BATCH])
+    return out
+
+
+def _predict_chunk(
+    sc: Scenario, workers: Sequence[int], values: Sequence[Sequence[float]]
+) -> list[Summary]:
+    g = sc.groups[0]
+    v = np.array(values, dtype=float).reshape(len(workers), 6).T
+    p = _Points(np.array(workers, dtype=float), *v)
+    strategy = sc.strategy
+    if strategy.arch == "allreduce":
+        period, names = _allreduce(sc, p)
+    else:
+        lay = _layout(sc)
+        assert lay is not None
+        if strategy.effective_sync == "bsp":
+            period = _bsp_period(sc, lay, p)
+            hot = _bsp_bottleneck(sc, p, period).tolist()
+            all_names = _bsp_resource_names(sc)
+            names = ["compute" if h < 0 else all_names[h] for h in hot]
+        else:
+            bsp = _bsp_period(sc, lay, p) if strategy.sync == "ssp" else None
+            period, names = _async(sc, lay, p, bsp)
+    n = p.n
+    iteration = period * n / n
+    throughput = g.batch_size / period * n
+    single, _ = single_worker_baseline(sc)
+    rate = float(single["throughput_samples_per_s"])  # type: ignore[arg-type]
+    speedup = throughput / rate
+    efficiency = throughput / (rate * n)
+    return list(zip(iteration.tolist(), throughput.tolist(), speedup.tolist(),
+                    efficiency.tolist(), names))
