@@ -388,6 +388,17 @@ def buckets(sizes: np.ndarray, cap: float) -> list[np.ndarray]:
     return out
 
 
+def bucket_layout(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """Last tensor (gradient order) and bytes of each bucket, cached per bucket size."""
+    cache = sc.workload.derived_cache
+    key = ("bucket_layout", sc.strategy.bucket_bytes)
+    if key not in cache:
+        members = buckets(sc.tensor_bytes, sc.strategy.bucket_bytes)
+        cache[key] = (np.array([b[-1] for b in members]),
+                      np.array([sc.tensor_bytes[b].sum() for b in members]))
+    return cache[key]
+
+
 def ring_allreduce_seconds(size: float, workers: int, rate: float, alpha: float) -> float:
     """2(N−1) steps, each moving size/N bytes over the slowest link plus one latency."""
     if workers <= 1:
@@ -398,13 +409,7 @@ def ring_allreduce_seconds(size: float, workers: int, rate: float, alpha: float)
 def _allreduce(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     n = sc.worker_count
     rate = min(min(g.up, g.down) for g in sc.groups)
-    cache = sc.workload.derived_cache
-    key = ("buckets", sc.strategy.bucket_bytes)
-    if key not in cache:
-        cache[key] = buckets(sc.tensor_bytes, sc.strategy.bucket_bytes)
-    groups_of_tensors = cache[key]
-    last = np.array([b[-1] for b in groups_of_tensors])
-    bucket_bytes = np.array([sc.tensor_bytes[b].sum() for b in groups_of_tensors])
+    last, bucket_bytes = bucket_layout(sc)
     total = float(sc.tensor_bytes.sum())
     ready = np.full(len(last), -np.inf)
     end_all = 0.0

@@ -33,7 +33,7 @@ import numpy as np
 from ddlperf.predictors.analytic import (
     COMPUTE_BOUND_SHARE,
     MAX_PASSES,
-    buckets,
+    bucket_layout,
     ps_layout,
     single_worker_baseline,
 )
@@ -401,13 +401,7 @@ def _async(
 
 def _allreduce(sc: Scenario, p: _Points) -> tuple[np.ndarray, list[str]]:
     g = sc.groups[0]
-    cache = sc.workload.derived_cache
-    key = ("buckets", sc.strategy.bucket_bytes)
-    if key not in cache:
-        cache[key] = buckets(sc.tensor_bytes, sc.strategy.bucket_bytes)
-    groups_of_tensors = cache[key]
-    last = np.array([b[-1] for b in groups_of_tensors])
-    bucket_bytes = np.array([sc.tensor_bytes[b].sum() for b in groups_of_tensors])
+    last, bucket_bytes = bucket_layout(sc)
     update = float(sc.tensor_bytes.sum()) * g.update_s_per_byte
     tensor_ready, backward_end = backward_ready(sc, g, g.forward_s + g.unattributed_s)
     bucket_ready = tensor_ready[last] if sc.strategy.overlap else np.full(len(last),
