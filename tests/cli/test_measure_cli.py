@@ -113,3 +113,17 @@ def test_torchrun_with_the_wrong_number_of_hosts(wl: str, tmp_path: Path) -> Non
     result = invoke("--workload", wl, "--launcher", "torchrun", "--hosts", "a,b",
                     "--out", str(tmp_path / "t"))
     one_line_error(result, "--hosts", "needs 3 hosts", "w0, w1, ps0")
+
+
+def test_a_failed_run_is_one_line_and_exit_1(wl: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ddlperf.measure import run as runner
+    from ddlperf.measure.launcher import RunFailed
+
+    def fail(*_args, **_kwargs):
+        raise RunFailed("rank w1 (worker on host w1) exited with status 1: boom", "w1")
+
+    monkeypatch.setattr(runner, "measure", fail)
+    result = invoke("--workload", wl)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "error: rank w1 (worker on host w1) exited with status 1: boom")

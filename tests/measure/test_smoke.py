@@ -66,7 +66,7 @@ def _trainers_of(out: Path) -> bytes:
 def _run(out: Path, **kwargs) -> tuple[object, str, float]:
     messages: list[str] = []
     began = time.monotonic()
-    m = measure(workload=WORKLOAD, bandwidth=RATE, iterations=6, warmup=2, out=out,
+    m = measure(workload=WORKLOAD, bandwidth=RATE, iterations=10, warmup=2, out=out,
                 probe_seconds=0.5, timeout=30, progress=messages.append, **kwargs)
     elapsed = time.monotonic() - began
     rid = next(msg.split("(run ")[1].split(",")[0] for msg in messages if "(run " in msg)

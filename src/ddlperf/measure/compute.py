@@ -11,8 +11,11 @@ says "emulated device time".
 ≤ 2 computing processes on 2 cores).
 
 Both expose the same worker interface to the PS trainer (:class:`WorkerCompute`): ``step`` runs
-one forward + backward, calling ``wait_pull(indices)`` before a layer uses its parameters and
-``push(index)`` as soon as a gradient is ready. The DDP trainer uses :func:`ddp_module`.
+one forward + backward, calling ``wait_pull(indices)`` before a layer uses its parameters,
+``after_forward()`` once the forward pass (and loss) ended and ``push(index)`` as soon as a
+gradient is ready. Pulled parameters land in ``tensors`` (one flat tensor per workload tensor);
+``install(indices)`` makes them the model's (a copy for the real model, whose backward still
+needs the old values while the next version arrives). The DDP trainer uses :func:`ddp_module`.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from ddlperf.measure.trainer_common import (
 
 WaitPull = Callable[[Sequence[int]], None]
 Push = Callable[[int], None]
+AfterForward = Callable[[], None]
 
 
 def layer_tensors(spec: dict[str, Any]) -> list[list[int]]:
@@ -61,12 +65,16 @@ class WorkerCompute:
     """Interface; see the module docstring."""
 
     label: str
-    tensors: list[torch.Tensor]  # parameter storage per tensor index (flat views for real)
+    tensors: list[torch.Tensor]  # where pulled parameters land, per tensor index (flat)
 
     def grad(self, j: int) -> torch.Tensor:
         raise NotImplementedError
 
-    def step(self, wait_pull: WaitPull, push: Push) -> dict[str, float]:
+    def install(self, indices: Sequence[int]) -> None:
+        """Make the pulled ``tensors[j]`` the model's parameters (emulated: they already are)."""
+
+    def step(self, wait_pull: WaitPull, push: Push, after_forward: AfterForward
+             ) -> dict[str, float]:
         raise NotImplementedError
 
     def after_step(self) -> None:
@@ -97,7 +105,8 @@ class EmulatedCompute(WorkerCompute):
     def grad(self, j: int) -> torch.Tensor:
         return self.grads[j]
 
-    def step(self, wait_pull: WaitPull, push: Push) -> dict[str, float]:
+    def step(self, wait_pull: WaitPull, push: Push, after_forward: AfterForward
+             ) -> dict[str, float]:
         start = time.perf_counter()
         cursor = start
         for layer, seconds in enumerate(self.forward):
@@ -109,7 +118,8 @@ class EmulatedCompute(WorkerCompute):
         cursor += self.unattributed
         sleep_until(cursor)
         forward_end = time.perf_counter()
-        backward_start = max(cursor, forward_end)
+        after_forward()
+        backward_start = max(cursor, time.perf_counter())
         for j, layer in enumerate(self.tensor_layer):
             sleep_until(backward_start + self.layer_end[layer])
             push(j)
@@ -131,7 +141,7 @@ class RealCompute(WorkerCompute):
         if missing:
             raise RuntimeError(f"model {spec['model']} has no parameters named {missing[:3]}")
         self.params = [named[n] for n in order]
-        self.tensors = [p.data.view(-1) for p in self.params]
+        self.tensors = [p.detach().reshape(-1).clone() for p in self.params]  # pull buffers
         self._wait: WaitPull = lambda _: None
         self._push: Push = lambda _: None
         index = {id(p): j for j, p in enumerate(self.params)}
@@ -148,12 +158,19 @@ class RealCompute(WorkerCompute):
         assert grad is not None
         return grad.view(-1)
 
-    def step(self, wait_pull: WaitPull, push: Push) -> dict[str, float]:
+    def install(self, indices: Sequence[int]) -> None:
+        with torch.no_grad():
+            for j in indices:
+                self.params[j].view(-1).copy_(self.tensors[j])
+
+    def step(self, wait_pull: WaitPull, push: Push, after_forward: AfterForward
+             ) -> dict[str, float]:
         self._wait, self._push = wait_pull, push
         start = time.perf_counter()
         output = self.model(*self.inputs)
         loss = self.loss_fn(output, self.target)
         forward_end = time.perf_counter()
+        after_forward()
         loss.backward()
         end = time.perf_counter()
         return {"forward_s": forward_end - start, "backward_s": end - forward_end}

@@ -2,29 +2,32 @@
 
 ``python -m ddlperf.measure.ps_trainer --spec FILE`` with torchrun's environment (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT); the rank table in the spec says who is a worker and who
-is a PS shard (see :mod:`ddlperf.measure.trainer_common`).
+is a PS shard (see :mod:`ddlperf.measure.trainer_common`). Messages are ``isend``/``irecv``
+with tag = tensor index (parameters) or ``GRAD_TAG`` + index (gradients), one per
+(tensor, shard part); sharding follows the spec's ``parts`` (the Scenario's placement: whole
+tensors for round_robin / greedy, equal slices for even).
 
-Protocol per worker and iteration t:
-- pull: the worker posts one ``irecv`` per (tensor, shard part) — tag = tensor index — and each
-  layer waits only for its own parameters before it computes (forward order); with
-  ``overlap=False`` everything is pulled before the forward pass;
-- push: each gradient part is sent (``isend``, tag = ``GRAD_TAG`` + index) to its shard as soon
-  as backward produces it; once every push was handed to the network the worker posts the pull
-  of version t + 1.
-- An iteration is timed from one forward start to the next (the forward pass starts when the
-  first layer's parameters of the new version arrived: "a parameter update seen"), so its
-  duration is the worker's step period. After the last iteration the worker pulls the final
+Worker, iteration t:
+- forward: each layer waits only for its own parameters of version t (forward order); with
+  ``overlap=False`` all of them are waited for before the forward pass;
+- once the forward pass ended the worker posts the receives of version t + 1;
+- backward: each gradient part is pushed to its shard as soon as backward produces it (with
+  ``overlap=False``: after backward, in gradient order);
+- an iteration is timed from one forward start to the next — the forward pass starts when the
+  first layer's parameters of the new version arrived, "a parameter update seen" — so its
+  duration is the worker's step period. After the last iteration the worker receives the final
   parameters: per run, N_iter pushes and N_iter + 1 pulls per worker.
 
-A shard serves each worker from its own thread (blocking waits release the GIL). Before sending
-iteration t's parameters to a worker it applies the synchronization rule:
-- BSP: every worker's gradients of iteration t − 1 were received and applied (SSP with s = 0);
-- SSP(s): the slowest worker has finished iteration t − 1 − s or later;
-- ASP: no wait.
-Updates are SGD with momentum, per tensor part, as soon as possible: BSP averages the N
-gradients of a tensor and updates once all arrived; ASP/SSP apply each gradient on arrival.
-Sharding follows the spec's ``parts`` (from the Scenario's placement: whole tensors for
-round_robin / greedy, equal slices for even).
+Shard: per worker, a receiver thread applies that worker's gradients as they arrive and a
+sender thread sends it each tensor's new version as soon as the synchronization rule allows
+(blocking waits release the GIL):
+- BSP: tensor j of version v goes out once every worker's gradient j of iteration v − 1 was
+  applied (the N gradients are averaged, one SGD step) — pulls overlap the pushes of later
+  tensors, as in MXNet/BytePS-style per-key push/pull;
+- ASP: once this worker's own gradient j was applied (each gradient is its own SGD step);
+- SSP(s): own gradient applied and every worker's gradient j of iteration v − 1 − s applied.
+With ``overlap=False`` a version goes out only when all of the shard's tensors are ready.
+Updates are SGD with momentum per tensor part, on the CPU.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -72,15 +76,20 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
                  if table[shards[k]]["host"] != me["host"])
     net = NetCounter(os.environ.get("GLOO_SOCKET_IFNAME"))
     fault = fault_for(me["name"])
-    first = [j for j in forward_order if spec["tensors"][j]["layer"] == spec["tensors"][
-        forward_order[0]]["layer"]] if overlap else list(forward_order)
+    first_layer = spec["tensors"][forward_order[0]]["layer"]
+    first = ([j for j in forward_order if spec["tensors"][j]["layer"] == first_layer]
+             if overlap else list(forward_order))
 
     def post_pulls() -> dict[int, list[Any]]:
         return {j: [dist.irecv(compute.tensors[j][s:s + n], src=shards[k], tag=j)
                     for (k, s, n) in parts[j]] for j in forward_order}
 
     def wait_works(pending: dict[int, list[Any]], indices: Any, t: int) -> float:
-        works = [w for j in indices for w in pending.pop(j, ())]
+        works, got = [], []
+        for j in indices:
+            if j in pending:
+                works += pending.pop(j)
+                got.append(j)
         if not works:
             return 0.0
         began = time.perf_counter()
@@ -91,14 +100,13 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
             w.wait()
         if blocked:
             status.set("compute", t)
+        compute.install(got)
         return time.perf_counter() - began
 
     init_group(spec, len(table))
     status.set("barrier")
     dist.barrier()
-    # An iteration runs from one forward start to the next: the forward pass can start once
-    # the first layer's parameters of the new version arrived ("a parameter update seen").
-    pending = post_pulls()
+    pending = post_pulls()  # version 0
     status.set("pull", 0)
     wait_works(pending, first, 0)
     start, start_wall = time.perf_counter(), time.time()
@@ -107,10 +115,16 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
     for t in range(total):
         maybe_fault(fault, t, status)
         waited = [0.0]
+        following: dict[int, list[Any]] = {}
 
         def wait_pull(indices: Any, pending: dict[int, list[Any]] = pending,
                       waited: list[float] = waited, t: int = t) -> None:
             waited[0] += wait_works(pending, indices, t)
+
+        def after_forward(pending: dict[int, list[Any]] = pending,
+                          following: dict[int, list[Any]] = following, t: int = t) -> None:
+            wait_works(pending, forward_order, t)  # anything no layer asked for (normally none)
+            following.update(post_pulls())  # version t + 1 may now arrive during backward
 
         sends: list[Any] = []
         deferred: list[int] = []
@@ -120,39 +134,37 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
             for (k, s, n) in parts[j]:
                 sends.append(dist.isend(grad[s:s + n], dst=shards[k], tag=GRAD_TAG + j))
 
-        push = send if overlap else deferred.append
         if not overlap:
             wait_pull(forward_order)
         status.set("compute", t)
         step_began = time.perf_counter()
-        timings = compute.step(wait_pull, push)
+        timings = compute.step(wait_pull, send if overlap else deferred.append, after_forward)
         step_s = time.perf_counter() - step_began
         in_step_wait = waited[0]
         for j in deferred:
             send(j)
-        wait_pull(forward_order)  # parameters no layer asked for (none, normally)
         status.set("push", t)
         push_began = time.perf_counter()
         for w in sends:
             w.wait()
         push_s = time.perf_counter() - push_began
         compute.after_step()
-        pending = post_pulls()  # version t + 1 (after the last iteration: the final model)
+        pending = following
         pull_s = wait_works(pending, first, t + 1)
-        following = time.perf_counter()
+        now = time.perf_counter()
         wire1 = net.read()
         wire = {} if wire0 is None or wire1 is None else {
             "wire_sent_bytes": wire1[0] - wire0[0], "wire_received_bytes": wire1[1] - wire0[1]}
         rec.write({
             "type": "iteration", "iteration": t, "start": start_wall,
-            "end": start_wall + (following - start), "duration_s": following - start,
+            "end": start_wall + (now - start), "duration_s": now - start,
             "compute_s": max(step_s - in_step_wait, 0.0), **timings,
-            "pull_wait_s": pull_s + waited[0], "push_wait_s": push_s,
+            "pull_wait_s": pull_s + in_step_wait, "push_wait_s": push_s,
             "payload_sent_bytes": payload, "payload_received_bytes": payload,
             "remote_payload_bytes": remote, "compute": compute.label, **wire,
         })
-        start, start_wall, wire0 = following, start_wall + (following - start), wire1
-    wait_works(pending, forward_order, total)
+        start, start_wall, wire0 = now, start_wall + (now - start), wire1
+    wait_works(pending, forward_order, total)  # the final parameters
     status.set("barrier")
     dist.barrier()
     dist.destroy_process_group()
@@ -162,18 +174,19 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
 
 
 class _Shard:
-    """State of one PS shard: its tensor parts, momentum, BSP accumulators, worker clocks."""
+    """One PS shard: its tensor parts, momentum, BSP accumulators and, per worker and tensor,
+    how many of that worker's gradients were applied (``applied[w][j]``)."""
 
     def __init__(self, spec: dict[str, Any], index: int) -> None:
-        self.spec = spec
         self.lr = float(spec.get("lr", 0.01))
         self.momentum = float(spec.get("momentum", 0.9))
         self.workers = len(spec["workers"])
+        self.overlap = bool(spec["overlap"])
         sync, staleness = spec["sync"], spec.get("staleness")
         self.bound: int | None = (0 if sync == "bsp" else None if sync == "asp"
                                   else int(staleness or 0))
-        self.average = sync == "bsp" or self.bound == 0
-        # (tensor index, start, numel) this shard holds, gradient order and forward order.
+        self.average = self.bound == 0
+        # (tensor index, start, numel) this shard holds: gradient order and forward order.
         self.held = [(j, s, n) for j, tensor_parts in enumerate(spec["parts"])
                      for (k, s, n) in tensor_parts if k == index]
         position = {j: i for i, j in enumerate(spec["forward_order"])}
@@ -184,31 +197,45 @@ class _Shard:
         self.accum = {j: torch.zeros_like(p) for j, p in self.params.items()}
         self.count = dict.fromkeys(self.params, 0)
         self.locks = {j: threading.Lock() for j in self.params}
-        self.clocks = [0] * self.workers
+        self.applied = [dict.fromkeys(self.params, 0) for _ in range(self.workers)]
         self.cond = threading.Condition()
+        self.errors: list[BaseException] = []
         self.bytes = sum(p.numel() * p.element_size() for p in self.params.values())
 
-    def allowed(self, t: int) -> bool:
-        return self.bound is None or min(self.clocks) >= t - self.bound
+    def own(self, w: int, j: int, version: int) -> bool:
+        return self.applied[w][j] >= version or bool(self.errors)
 
-    def apply(self, j: int, grad: torch.Tensor) -> None:
+    def ready(self, w: int, j: int, version: int) -> bool:
+        """May worker ``w`` get tensor ``j`` of ``version`` (caller holds ``cond``)?"""
+        if self.errors:
+            return True
+        if self.applied[w][j] < version:
+            return False
+        return self.bound is None or min(a[j] for a in self.applied) >= version - self.bound
+
+    def apply(self, w: int, j: int, grad: torch.Tensor) -> None:
         with self.locks[j]:
+            update = True
             if self.average:
                 if self.count[j] == 0:
                     self.accum[j].copy_(grad)
                 else:
                     self.accum[j].add_(grad)
                 self.count[j] += 1
-                if self.count[j] < self.workers:
-                    return
-                self.count[j] = 0
-                grad = self.accum[j].div_(self.workers)
-            self.moment[j].mul_(self.momentum).add_(grad)
-            self.params[j].add_(self.moment[j], alpha=-self.lr)
+                update = self.count[j] == self.workers
+                if update:
+                    self.count[j] = 0
+                    grad = self.accum[j].div_(self.workers)
+            if update:
+                self.moment[j].mul_(self.momentum).add_(grad)
+                self.params[j].add_(self.moment[j], alpha=-self.lr)
+            with self.cond:  # counted only once the update (if any) is in the parameters
+                self.applied[w][j] += 1
+                self.cond.notify_all()
 
-    def finished(self, worker: int) -> None:
+    def fail(self, exc: BaseException) -> None:
         with self.cond:
-            self.clocks[worker] += 1
+            self.errors.append(exc)
             self.cond.notify_all()
 
 
@@ -228,69 +255,92 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
     shard = _Shard(spec, me["index"])
     total = total_iterations(spec)
     fault = fault_for(me["name"])
-    errors: list[BaseException] = []
+    received: list[dict[int, dict[str, float]]] = [{} for _ in range(shard.workers)]
     init_group(spec, len(table))
     status.set("barrier")
     dist.barrier()
 
-    def serve(w: int) -> None:
+    def receiver(w: int) -> None:
         peer = worker_rank(table, w)
-        name = f"w{w}"
-        local = table[peer]["host"] == me["host"]
         buffers = {j: torch.empty_like(p) for j, p in shard.params.items()}
-        try:
-            for t in range(total + 1):  # the last round only sends the final parameters
-                if w == 0:
-                    maybe_fault(fault, t, status)
-                began_wall, began = time.time(), time.perf_counter()
-                with shard.cond:
-                    if not shard.allowed(t):
-                        status.set("gate", t)
-                        shard.cond.wait_for(lambda t=t: shard.allowed(t) or bool(errors))
-                    if errors:
-                        return
-                gated = time.perf_counter()
-                sends = [dist.isend(shard.params[j], dst=peer, tag=j)
-                         for (j, _s, _n) in shard.held_forward]
-                if t == total:
-                    for work in sends:
-                        work.wait()
-                    break
-                recvs = [(j, dist.irecv(buffers[j], src=peer, tag=GRAD_TAG + j))
-                         for (j, _s, _n) in shard.held]
-                for work in sends:
-                    work.wait()
-                sent = time.perf_counter()
-                update_s = 0.0
-                for j, work in recvs:
-                    work.wait()
-                    u = time.perf_counter()
-                    shard.apply(j, buffers[j])
-                    update_s += time.perf_counter() - u
-                shard.finished(w)
-                end = time.perf_counter()
-                rec.write({
-                    "type": "serve", "worker": name, "iteration": t, "start": began_wall,
-                    "end": began_wall + (end - began), "gate_wait_s": gated - began,
-                    "send_s": sent - gated, "recv_s": end - sent - update_s,
-                    "update_s": update_s, "payload_sent_bytes": shard.bytes,
-                    "payload_received_bytes": shard.bytes, "local": local,
-                })
-        except BaseException as exc:  # surfaces in the main thread, which exits non-zero
-            errors.append(exc)
-            with shard.cond:
-                shard.cond.notify_all()
+        for t in range(total):
+            recvs = [(j, dist.irecv(buffers[j], src=peer, tag=GRAD_TAG + j))
+                     for (j, _s, _n) in shard.held]
+            began = time.perf_counter()
+            update_s = 0.0
+            for j, work in recvs:
+                if not work.is_completed():
+                    status.set("recv", t)
+                work.wait()
+                u = time.perf_counter()
+                shard.apply(w, j, buffers[j])
+                update_s += time.perf_counter() - u
+            received[w][t] = {"recv_s": time.perf_counter() - began - update_s,
+                              "update_s": update_s}
 
-    threads = [threading.Thread(target=serve, args=(w,), name=f"serve-w{w}", daemon=True)
-               for w in range(shard.workers)]
+    def sender(w: int) -> None:
+        peer = worker_rank(table, w)
+        local = table[peer]["host"] == me["host"]
+        works = [dist.isend(shard.params[j], dst=peer, tag=j)
+                 for (j, _s, _n) in shard.held_forward]  # version 0
+        for work in works:
+            work.wait()
+        for version in range(1, total + 1):
+            if w == 0:
+                maybe_fault(fault, version - 1, status)
+            began_wall, began = time.time(), time.perf_counter()
+            gate = 0.0
+            works = []
+            with shard.cond:
+                if not shard.overlap:  # a whole version at once, when every tensor is ready
+                    shard.cond.wait_for(lambda v=version: all(
+                        shard.own(w, j, v) for (j, _s, _n) in shard.held))
+                    g = time.perf_counter()
+                    if not all(shard.ready(w, j, version) for (j, _s, _n) in shard.held):
+                        status.set("gate", version - 1)
+                    shard.cond.wait_for(lambda v=version: all(
+                        shard.ready(w, j, v) for (j, _s, _n) in shard.held))
+                    gate += time.perf_counter() - g
+            for (j, _s, _n) in shard.held:
+                with shard.cond:
+                    shard.cond.wait_for(lambda j=j, v=version: shard.own(w, j, v))
+                    if not shard.ready(w, j, version):
+                        g = time.perf_counter()
+                        status.set("gate", version - 1)
+                        shard.cond.wait_for(lambda j=j, v=version: shard.ready(w, j, v))
+                        gate += time.perf_counter() - g
+                if shard.errors:
+                    return
+                works.append(dist.isend(shard.params[j], dst=peer, tag=j))
+            sent = time.perf_counter()
+            for work in works:
+                work.wait()
+            end = time.perf_counter()
+            stats = received[w].pop(version - 1, {})
+            rec.write({
+                "type": "serve", "worker": f"w{w}", "iteration": version - 1,
+                "start": began_wall, "end": began_wall + (end - began), "gate_wait_s": gate,
+                "send_s": end - sent, **stats, "payload_sent_bytes": shard.bytes,
+                "payload_received_bytes": shard.bytes, "local": local,
+            })
+
+    def guarded(body: Callable[[int], None], w: int) -> None:
+        try:
+            body(w)
+        except BaseException as exc:  # surfaces in the main thread, which exits non-zero
+            shard.fail(exc)
+
+    threads = [threading.Thread(target=guarded, args=(body, w), name=f"{body.__name__}-w{w}",
+                                daemon=True)
+               for w in range(shard.workers) for body in (receiver, sender)]
     for thread in threads:
         thread.start()
     while any(thread.is_alive() for thread in threads):
-        if errors:
-            raise errors[0]
-        threads[0].join(0.05) if threads[0].is_alive() else time.sleep(0.05)
-    if errors:
-        raise errors[0]
+        if shard.errors:
+            raise shard.errors[0]
+        time.sleep(0.05)
+    if shard.errors:
+        raise shard.errors[0]
     status.set("barrier")
     dist.barrier()
     dist.destroy_process_group()

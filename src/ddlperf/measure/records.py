@@ -230,13 +230,16 @@ def _resources(links: dict[str, dict[str, Any]], medians: dict[str, float],
 
 def _bottleneck(workers: list[WorkerResult], resources: list[ResourceUse]) -> str:
     """Inferred simply: compute if communication + wait are a small share; a straggler if
-    waiting dominates; otherwise the most utilized link."""
+    waiting dominates and the workers' compute differs; otherwise the most utilized link
+    (waits between equally fast workers come from the network, e.g. unfair TCP sharing)."""
     period = sum(w.iteration_time_s for w in workers) / len(workers)
     comm = sum(w.communication_s for w in workers) / len(workers)
     wait = max(w.wait_s for w in workers)
+    computes = [w.compute_s for w in workers]
+    uneven = max(computes) - min(computes) > COMPUTE_BOUND_SHARE * period
     if comm + wait <= COMPUTE_BOUND_SHARE * period:
         return "compute"
-    if wait > comm and wait > COMPUTE_BOUND_SHARE * period:
+    if uneven and wait > comm and wait > COMPUTE_BOUND_SHARE * period:
         slowest = max(workers, key=lambda w: w.compute_s)
         return f"straggler {slowest.name}"
     if resources:
