@@ -25,11 +25,15 @@ def __getattr__(name: str) -> Any:
         from ddlperf.workload.profile import profile
 
         return profile
+    if name == "measure":
+        from ddlperf.measure.run import measure
+
+        return measure
     raise AttributeError(f"module 'ddlperf' has no attribute {name!r}")
 
 
 __all__ = [
     "Cluster", "InputError", "Layer", "PSGroup", "Prediction", "Strategy", "Tensor",
     "WorkerGroup", "Workload", "load_workload", "make_cluster", "make_strategy",
-    "make_workload", "predict",
+    "make_workload", "measure", "predict", "profile",
 ]

@@ -1,9 +1,10 @@
 """CI smoke test of ``ddlperf measure`` on a real emulated cluster (root only).
 
-1 PS + 2 workers BSP and 2-worker DDP, emulated device time, a 3 MB model on 200 Mbit/s links,
-a few iterations: the bytes on the wire add up, the analytic prediction with the probed
-goodput agrees within 15%, and everything is torn down. A crashing worker stops the run,
-is named, its records are kept and nothing is left behind.
+1 PS + 2 workers BSP (without and with overlap) and 2-worker DDP, emulated device time, a 3 MB
+model on 200 (PS) and 100 (DDP) Mbit/s links, a few iterations: the bytes on the wire add up,
+the analytic prediction with the probed goodput agrees (within 15%; 25% for overlapped PS, see
+its test), and everything is torn down. A crashing worker stops the run, is named, its records
+are kept and nothing is left behind.
 """
 
 from __future__ import annotations
@@ -63,10 +64,10 @@ def _trainers_of(out: Path) -> bytes:
                           capture_output=True).stdout.strip()
 
 
-def _run(out: Path, **kwargs) -> tuple[object, str, float]:
+def _run(out: Path, rate: str = RATE, **kwargs) -> tuple[object, str, float]:
     messages: list[str] = []
     began = time.monotonic()
-    m = measure(workload=WORKLOAD, bandwidth=RATE, iterations=10, warmup=2, out=out,
+    m = measure(workload=WORKLOAD, bandwidth=rate, iterations=10, warmup=2, out=out,
                 probe_seconds=0.5, timeout=30, progress=messages.append, **kwargs)
     elapsed = time.monotonic() - began
     rid = next(msg.split("(run ")[1].split(",")[0] for msg in messages if "(run " in msg)
@@ -95,24 +96,33 @@ def _check_common(m, rid: str, out: Path, elapsed: float) -> None:
     assert elapsed < 60
 
 
-def test_ps_bsp_two_workers_matches_wire_and_analytic_prediction(tmp_path: Path) -> None:
+@pytest.mark.parametrize("overlap,tolerance", [(False, 0.15), (True, 0.25)])
+def test_ps_bsp_two_workers_matches_wire_and_analytic_prediction(
+        tmp_path: Path, overlap: bool, tolerance: float) -> None:
+    """Without overlap pulls and pushes never share a link direction's queue with the other
+    direction's ACKs, and measurement and analytic model agree within a few percent. With
+    overlap the pulls of early tensors run while later tensors are pushed; ACKs of one wait
+    behind the other's data in the hosts' single FIFO queues, which the model does not know:
+    the measurement has been 10–15% slower here, so the bound is looser."""
     out = tmp_path / "ps"
-    m, rid, elapsed = _run(out, workers=2, ps=1, arch="ps", sync="bsp")
+    m, rid, elapsed = _run(out, workers=2, ps=1, arch="ps", sync="bsp", overlap=overlap)
     _check_common(m, rid, out, elapsed)
     # Each worker pushes and pulls the whole model (3 MB) through its own link; the PS link
     # carries both workers' share: 6 MB each way per iteration.
     p = predict(workload=WORKLOAD, workers=2, ps=1, bandwidth=_probed_goodput(m), goodput=1.0,
-                latency="100us")
+                latency="100us", overlap=overlap)
     error = m.iteration_time_s / p.iteration_time_s - 1
-    print(f"PS BSP: measured {m.iteration_time_s:.3f} s, analytic {p.iteration_time_s:.3f} s "
-          f"({100 * error:+.1f}%), run {elapsed:.1f} s")
-    assert abs(error) < 0.15
+    print(f"PS BSP overlap={overlap}: measured {m.iteration_time_s:.3f} s, analytic "
+          f"{p.iteration_time_s:.3f} s ({100 * error:+.1f}%), run {elapsed:.1f} s")
+    assert abs(error) < tolerance
     assert m.bottleneck.startswith("ps0")
 
 
 def test_ddp_two_workers_matches_wire_and_analytic_prediction(tmp_path: Path) -> None:
+    # 100 Mbit/s: the ring moves 3 MB each way per iteration; the few ms of DDP's Python per
+    # step (which the model does not have) stay a small share.
     out = tmp_path / "ddp"
-    m, rid, elapsed = _run(out, workers=2, arch="allreduce")
+    m, rid, elapsed = _run(out, rate="100Mbps", workers=2, arch="allreduce")
     _check_common(m, rid, out, elapsed)
     p = predict(workload=WORKLOAD, workers=2, ps=0, arch="allreduce",
                 bandwidth=_probed_goodput(m), goodput=1.0, latency="100us")

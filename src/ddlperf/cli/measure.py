@@ -60,7 +60,7 @@ def measure(
     iterations: Annotated[int, typer.Option(help="measured iterations after warm-up")] = 20,
     warmup: Annotated[int, typer.Option(help="warm-up iterations, excluded from the summary")] = 3,
     out: Annotated[Path | None, typer.Option(help="output directory (records.jsonl, measurement.json, logs); default ./ddlperf-measure-DATE-TIME")] = None,
-    timeout: Annotated[float, typer.Option(help="seconds a rank may go without finishing an iteration (start-up included)")] = 60.0,
+    timeout: Annotated[float, typer.Option(help="seconds a rank may go without finishing an iteration (start-up: at least 60 s)")] = 60.0,
     launcher: Annotated[str, typer.Option(help="emulated (run here, needs root) or torchrun (print per-host commands)")] = "emulated",
     hosts: Annotated[str | None, typer.Option(help="torchrun: real host names, comma-separated, in rank-table order")] = None,
     interface: Annotated[str, typer.Option(help="torchrun: network interface for gloo (GLOO_SOCKET_IFNAME)")] = "eth0",

@@ -40,6 +40,10 @@ from ddlperf.measure.trainer_common import (
     torch_dtype,
 )
 
+# A wait longer than this means the layer really waited for its parameters; shorter ones
+# (and late wake-ups from sleep) do not move the emulated device's clock.
+BLOCKED_S = 2e-4
+
 WaitPull = Callable[[Sequence[int]], None]
 Push = Callable[[int], None]
 AfterForward = Callable[[], None]
@@ -108,11 +112,14 @@ class EmulatedCompute(WorkerCompute):
     def step(self, wait_pull: WaitPull, push: Push, after_forward: AfterForward
              ) -> dict[str, float]:
         start = time.perf_counter()
-        cursor = start
+        cursor = start  # the emulated device's clock: layers run back to back on it
         for layer, seconds in enumerate(self.forward):
             if self.owned[layer]:
+                asked = time.perf_counter()
                 wait_pull(self.owned[layer])
-                cursor = max(cursor, time.perf_counter())
+                now = time.perf_counter()
+                if now - asked > BLOCKED_S:  # waited for parameters: the device idled
+                    cursor = max(cursor, now)
             cursor += seconds
             sleep_until(cursor)
         cursor += self.unattributed
@@ -212,7 +219,7 @@ class _EmulatedLayer(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, layer: Any, *params: torch.Tensor) -> torch.Tensor:
         clock = layer.clock
-        clock.cursor = max(clock.cursor, time.perf_counter()) + layer.forward_s
+        clock.cursor += layer.forward_s  # back to back on the device: overshoot is caught up
         sleep_until(clock.cursor)
         ctx.layer = layer
         return x.clone()
@@ -221,10 +228,9 @@ class _EmulatedLayer(torch.autograd.Function):
     def backward(ctx: Any, grad_x: torch.Tensor) -> tuple[Any, ...]:
         layer = ctx.layer
         clock = layer.clock
-        now = time.perf_counter()
         if clock.backward_start == 0.0:
-            clock.backward_start = clock.cursor = now
-        clock.cursor = max(clock.cursor, now) + layer.backward_s
+            clock.backward_start = clock.cursor = max(clock.cursor, time.perf_counter())
+        clock.cursor += layer.backward_s
         sleep_until(clock.cursor)
         clock.backward_end = time.perf_counter()
         return (grad_x, None, *layer.grads)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 import torch
@@ -49,6 +50,9 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
     emulated = spec["compute"] != "real"
     bucket = float(spec["bucket_bytes"]) if spec["overlap"] else float(size + 1)
     init_group(spec, n)
+    # broadcast_buffers=False is deprecated in favour of forward_sync_buffers, which would
+    # still broadcast buffers at start-up; keep the old flag (no start-up traffic) quietly.
+    warnings.filterwarnings("ignore", message=".*broadcast_buffers.*", category=FutureWarning)
     ddp = DistributedDataParallel(model, bucket_cap_mb=bucket / 2**20, init_sync=False,
                                   broadcast_buffers=False, gradient_as_bucket_view=True)
     update_s = size * float(worker.get("update_s_per_byte", 0.0))

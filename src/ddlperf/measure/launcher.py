@@ -40,6 +40,7 @@ from ddlperf.measure.trainer_common import (
 from ddlperf.scenario import Scenario
 
 MASTER_PORT = 29500
+STARTUP_GRACE_S = 60.0  # imports, rendezvous and the first iteration get at least this long
 MODULES = {"ps": "ddlperf.measure.ps_trainer", "allreduce": "ddlperf.measure.ddp_trainer"}
 POLL_S = 0.1
 
@@ -275,16 +276,17 @@ def _watch(ranks: list[_Rank], spec: dict[str, Any], timeout: float,
     total = int(spec["warmup"]) + int(spec["iterations"])
     offset = 0
     last = {r.entry["name"]: time.monotonic() for r in ranks}
+    progressed: set[str] = set()
     counts = dict.fromkeys(last, 0)
     errors: dict[str, dict[str, Any]] = {}
     reported = -1
     while True:
-        offset = _tail(records_path, offset, last, counts, errors)
+        offset = _tail(records_path, offset, last, counts, errors, progressed)
         codes = {r.entry["name"]: r.proc.poll() for r in ranks}
         failed = [r for r in ranks if codes[r.entry["name"]] not in (None, 0)]
         if failed:
             time.sleep(0.3)  # let the culprit's error line land before judging
-            _tail(records_path, offset, last, counts, errors)
+            _tail(records_path, offset, last, counts, errors, progressed)
             raise _crash(ranks, failed, errors)
         if all(code == 0 for code in codes.values()):
             return
@@ -296,7 +298,8 @@ def _watch(ranks: list[_Rank], spec: dict[str, Any], timeout: float,
         now = time.monotonic()
         active = [r for r in ranks if codes[r.entry["name"]] is None
                   and (r.entry["role"] != "worker" or counts[r.entry["name"]] < total)]
-        stale = [r for r in active if now - last[r.entry["name"]] > timeout]
+        stale = [r for r in active if now - last[r.entry["name"]] > (
+            timeout if r.entry["name"] in progressed else max(timeout, STARTUP_GRACE_S))]
         if stale and (any(r.entry["role"] == "worker" for r in stale)
                       or all(now - t > timeout for t in last.values())):
             raise _hang(active, stale, status_dir, timeout, last)
@@ -304,7 +307,7 @@ def _watch(ranks: list[_Rank], spec: dict[str, Any], timeout: float,
 
 
 def _tail(path: Path, offset: int, last: dict[str, float], counts: dict[str, int],
-          errors: dict[str, dict[str, Any]]) -> int:
+          errors: dict[str, dict[str, Any]], progressed: set[str]) -> int:
     """Read records appended since ``offset``; update progress times, counts and errors."""
     try:
         with open(path, "rb") as handle:
@@ -329,6 +332,7 @@ def _tail(path: Path, offset: int, last: dict[str, float], counts: dict[str, int
         kind = record.get("type")
         if kind in ("iteration", "serve"):
             last[name] = now
+            progressed.add(name)
             if kind == "iteration":
                 counts[name] = max(counts[name], int(record["iteration"]) + 1)
         elif kind == "error":
@@ -377,7 +381,8 @@ def _hang(active: list[_Rank], stale: list[_Rank], status_dir: Path, timeout: fl
         culprit = min(stale, key=lambda r: last[r.entry["name"]])
     name = culprit.entry["name"]
     state = states[name]
-    where = f" (in {state[0]} of iteration {state[1]})" if state and state[1] >= 0 else ""
+    where = (f" (phase '{state[0]}' of iteration {state[1]})" if state and state[1] >= 0
+             else "")
     others = sorted(r.entry["name"] for r in stale if r is not culprit)
     message = (f"rank {name} ({culprit.entry['role']} on host {culprit.entry['host']}) made no "
                f"progress for {timeout:g} s{where}")

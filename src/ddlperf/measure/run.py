@@ -209,7 +209,8 @@ def measure(
     Scenario arguments are those of :func:`ddlperf.api.predict` (defaults here: mobilenet_v2,
     2 workers, 1 PS for ``arch='ps'``, 100Mbps links). ``compute`` is ``'emulated'`` (per-layer
     waits of the workload's times: emulated device time) or ``'real'`` (the zoo model on CPU).
-    ``timeout``: seconds a rank may go without finishing an iteration (start-up included).
+    ``timeout``: seconds a rank may go without finishing an iteration (until its first one:
+    at least 60 s, for imports and rendezvous).
     ``cpu_quota``: host name → share of one core (cgroup), e.g. ``{"w1": 0.5}``.
     Raises :class:`InputError` for bad input or missing root, :class:`RunFailed` when a rank
     crashes or hangs, :class:`WireCheckFailed` when the bytes on the wire do not add up.
