@@ -1,0 +1,163 @@
+"""``ddlperf validate``: predicted vs measured over a matrix of scenarios (real runs, root).
+
+Exit status: 0 when every scenario ran (whatever the errors), 1 when a scenario's run failed
+(it is recorded and the others go on), 2 for bad input (a malformed matrix file, an unknown
+key or model, a link faster than this machine can drive, not root), 130 on Ctrl-C (finished
+scenarios are kept; ``--resume`` continues).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ddlperf.cli.app import app
+from ddlperf.cli.common import console, err_console, handle_input_errors, print_json
+from ddlperf.errors import InputError
+
+
+def _names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise InputError("--only", "has no scenario names", "e.g. --only ps-bsp-2w,ring-3w")
+    return names
+
+
+def _one_line(row: dict[str, Any]) -> str:
+    from ddlperf.report.validation import _err, _secs
+
+    if row.get("status") != "ok":
+        return f"✗ {row['name']}: failed: {row.get('error')}"
+    m, p = row["measured"], row["predicted"]
+    parts = [f"measured {_secs(m['iteration_time_s'])} s"]
+    for method in ("analytic", "simulate"):
+        if method in p:
+            parts.append(f"{method} {_secs(p[method]['iteration_time_s'])} s "
+                         f"({_err(p[method]['error_pct'])})")
+    return f"✓ {row['name']}: " + " · ".join(parts)
+
+
+def _dry_run(plans: list[Any]) -> None:
+    from rich.table import Table
+
+    from ddlperf.report.validation import setup_text
+
+    table = Table(title=f"ddlperf validate: {len(plans)} scenarios (dry run, nothing measured)",
+                  header_style="bold", title_justify="left")
+    for col in ("#", "scenario", "setup", "iterations", "note"):
+        table.add_column(col)
+    for i, plan in enumerate(plans, 1):
+        table.add_row(str(i), plan.name, setup_text(plan.describe()),
+                      f"{plan.warmup}+{plan.iterations}", plan.note or "")
+    console.print(table)
+
+
+@app.command()
+@handle_input_errors
+def validate(
+    matrix: Annotated[Path | None, typer.Option(help="scenario matrix YAML (defaults: + scenarios:), e.g. scenarios/dev_matrix.yaml")] = None,
+    out: Annotated[Path, typer.Option(help="output directory: per-scenario runs, results.json, results.csv, validation.png")] = Path("validation"),
+    only: Annotated[str | None, typer.Option(help="run only these scenarios, comma-separated names")] = None,
+    resume: Annotated[bool, typer.Option(help="continue in --out: skip scenarios already done with unchanged parameters")] = False,
+    rates: Annotated[str, typer.Option(help="link rates given to the predictors: configured (rate × goodput) or probed (each link's probe)")] = "configured",
+    publish: Annotated[Path | None, typer.Option(help="also write validation.md, validation.csv and validation.png into this directory (e.g. docs)")] = None,
+    results: Annotated[Path | None, typer.Option(help="no runs: report (and --publish) an earlier run's results.json or its directory; with --matrix, the page's texts come from that file")] = None,
+    dry_run: Annotated[bool, typer.Option(help="check the matrix and list the scenarios; run nothing (no root needed)")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="print results.json's content instead of tables")] = False,
+) -> None:
+    """Profile, measure and predict every scenario of a matrix; compare predicted and measured
+    iteration times (table, CSV, PNG; MAPE and worst error per method).
+
+    Needs root (each scenario runs real distributed PyTorch training on an emulated cluster).
+    """
+    from ddlperf import validate as api
+    from ddlperf.io import check_writable
+    from ddlperf.report.validation import publish as publish_docs
+    from ddlperf.report.validation import render
+
+    if results is not None:
+        if only or resume or dry_run:
+            raise InputError("--results", "reports an earlier run; it takes no --only, "
+                             "--resume or --dry-run")
+        run = api.load_results(results)
+        title = description = findings = None
+        if matrix is not None:  # only for the page's title, description and findings
+            matrix_file = api.load_matrix(matrix)
+            title, description = matrix_file.title, matrix_file.description
+            findings = matrix_file.findings
+    else:
+        if matrix is None:
+            raise InputError("--matrix", "is required", "e.g. --matrix scenarios/dev_matrix.yaml")
+        names = _names(only)
+        matrix_file, plans = api.plan_matrix(matrix, names)
+        title, description = matrix_file.title, matrix_file.description
+        findings = matrix_file.findings
+        if dry_run:
+            _dry_run(plans)
+            return
+        if publish is not None:
+            check_writable(publish / "validation.md", "--publish")
+        run = _run(api, matrix, out, names, resume, rates)
+    if publish is not None:
+        check_writable(publish / "validation.md", "--publish")
+        command = f"ddlperf validate --matrix {run.matrix} --publish {publish}" + (
+            f" --rates {run.meta.get('rates')}" if run.meta.get("rates", "configured")
+            != "configured" else "")
+        publish_docs(run.rows, run.summary, run.meta, publish, title=title,
+                     description=description, command=command, findings=findings)
+    if json_output:
+        print_json(api.clean_json(run.to_dict()))
+    else:
+        render(run.rows, run.summary, console)
+        typer.echo(f"results: {run.out / 'results.json'}, {run.out / 'results.csv'}, "
+                   f"{run.out / 'validation.png'}")
+        if publish is not None:
+            typer.echo(f"published: {publish / 'validation.md'} (+ .csv, .png)")
+    if run.summary.get("failed"):
+        raise typer.Exit(1)
+
+
+def _run(api: Any, matrix: Path, out: Path, names: list[str] | None, resume: bool,
+         rates: str) -> Any:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                        transient=False)
+    task = None
+
+    def on_event(event: dict[str, Any]) -> None:
+        nonlocal task
+        if task is None:
+            task = progress.add_task("validate", total=event["total"])
+        kind = event["event"]
+        label = f"[{event['index'] + 1}/{event['total']}] {event['name']}"
+        if kind in ("start", "step"):
+            message = str(event.get("message", ""))
+            progress.update(task, description=f"{label}: {message[:70]}")
+        elif kind in ("done", "skip", "failed"):
+            row = event.get("row") or {}
+            suffix = " (kept from the earlier run)" if kind == "skip" else ""
+            progress.console.print(_one_line(row) + suffix, highlight=False)
+            progress.advance(task)
+
+    try:
+        with progress:
+            return api.validate(matrix, out=out, only=names, resume=resume, rates=rates,
+                                progress=on_event)
+    except KeyboardInterrupt:
+        print(f"error: interrupted; finished scenarios are kept in {out} "
+              "(continue with --resume)", file=sys.stderr)
+        raise typer.Exit(130) from None

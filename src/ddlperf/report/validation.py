@@ -1,0 +1,398 @@
+"""Reports of ``ddlperf validate``: a rich table, CSV, a PNG and the published Markdown page.
+
+Everything here works on the plain result rows of :mod:`ddlperf.validate` (dicts, as stored in
+``results.json``), so a report can be rebuilt from a finished run without rerunning it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+from ddlperf.io import write_atomic
+from ddlperf.units import format_bandwidth, format_size
+
+METHODS = ("analytic", "simulate")
+TARGET_WORST_PCT = 10.0
+CSV_COLUMNS = [
+    "scenario", "method", "status", "arch", "sync", "staleness", "sharding", "workers", "ps",
+    "compute", "bandwidth_bps", "parameter_bytes", "batch_size", "predicted_s", "measured_s",
+    "error_pct", "measured_p5_s", "measured_p50_s", "measured_p95_s", "predicted_p5_s",
+    "predicted_p95_s", "predicted_throughput", "measured_throughput", "throughput_error_pct",
+    "bottleneck_predicted", "bottleneck_measured", "rates", "probe_max_deviation_pct",
+    "wire_ok", "note",
+]
+
+
+def _ok(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r.get("status") == "ok"]
+
+
+def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One CSV row per (scenario, method); failed scenarios get one row with their status."""
+    out = []
+    for r in rows:
+        setup = r.get("setup", {})
+        base = {
+            "scenario": r["name"], "status": r.get("status"), "arch": setup.get("arch"),
+            "sync": setup.get("sync"), "staleness": setup.get("staleness"),
+            "sharding": setup.get("sharding"), "workers": setup.get("workers"),
+            "ps": setup.get("ps"), "compute": setup.get("compute"),
+            "bandwidth_bps": setup.get("bandwidth_bps"),
+            "parameter_bytes": setup.get("parameter_bytes"),
+            "batch_size": setup.get("batch_size"), "note": r.get("note") or "",
+        }
+        if r.get("status") != "ok":
+            out.append({**base, "method": "", "note": r.get("error", "")})
+            continue
+        m = r["measured"]
+        for method in METHODS:
+            p = r["predicted"].get(method)
+            if p is None:
+                continue
+            out.append({
+                **base, "method": method, "predicted_s": p["iteration_time_s"],
+                "measured_s": m["iteration_time_s"], "error_pct": p["error_pct"],
+                "measured_p5_s": m.get("p5_s"), "measured_p50_s": m.get("p50_s"),
+                "measured_p95_s": m.get("p95_s"), "predicted_p5_s": p.get("p5_s"),
+                "predicted_p95_s": p.get("p95_s"),
+                "predicted_throughput": p["throughput_samples_per_s"],
+                "measured_throughput": m["throughput_samples_per_s"],
+                "throughput_error_pct": p.get("throughput_error_pct"),
+                "bottleneck_predicted": p.get("bottleneck"),
+                "bottleneck_measured": m.get("bottleneck"),
+                "rates": r.get("inputs", {}).get("rates"),
+                "probe_max_deviation_pct": m.get("probe_max_deviation_pct"),
+                "wire_ok": m.get("wire_ok"),
+            })
+    return out
+
+
+def csv_text(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore",
+                            lineterminator="\n")
+    writer.writeheader()
+    for row in csv_rows(rows):
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buffer.getvalue()
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def setup_text(setup: dict[str, Any]) -> str:
+    """``PS×2 BSP rr · 4w · 200Mbps · 8MB · emulated``."""
+    if setup.get("arch") == "allreduce":
+        arch = "ring"
+    else:
+        sync = str(setup.get("sync", "?")).upper()
+        if setup.get("sync") == "ssp":
+            sync = f"SSP({setup.get('staleness')})"
+        sharding = {"round_robin": "rr", "greedy": "greedy", "even": "even"}.get(
+            setup.get("sharding") or "", "")
+        arch = f"PS×{setup.get('ps')} {sync}" + (f" {sharding}" if setup.get("ps", 0) > 1
+                                                  else "")
+    parts = [arch, f"{setup.get('workers')}w"]
+    if setup.get("bandwidth_bps"):
+        parts.append(format_bandwidth(float(setup["bandwidth_bps"])))
+    if setup.get("parameter_bytes"):
+        parts.append(format_size(float(setup["parameter_bytes"]), 3))
+    parts.append(str(setup.get("compute", "?")))
+    speeds = [s for s in setup.get("speeds") or [] if s != 1.0]
+    if speeds:
+        parts.append("speed " + "/".join(f"{s:g}" for s in speeds))
+    if setup.get("cpu_quota"):
+        parts.append("quota " + ",".join(f"{h}={q:g}" for h, q in setup["cpu_quota"].items()))
+    return " · ".join(parts)
+
+
+def _err(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:+.1f}%"
+
+
+def _secs(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.3f}"
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    lines = []
+    for method in METHODS:
+        s = summary.get(method)
+        if not s:
+            continue
+        lines.append(f"{method}: MAPE {s['mape_pct']:.1f}% over {s['scenarios']} scenarios, "
+                     f"worst {s['worst_error_pct']:+.1f}% ({s['worst_scenario']}), "
+                     f"{s['within_10pct']}/{s['scenarios']} within ±{TARGET_WORST_PCT:g}%")
+    if summary.get("failed"):
+        lines.append(f"failed: {', '.join(summary['failed'])}")
+    return lines
+
+
+def render(rows: list[dict[str, Any]], summary: dict[str, Any], console: Any) -> None:
+    """The comparison table and the summary lines (rich)."""
+    from rich.table import Table
+
+    table = Table(title="ddlperf validate: iteration time (s), predicted vs measured",
+                  header_style="bold", title_justify="left")
+    for col, justify in (("#", "right"), ("scenario", "left"), ("measured", "right"),
+                         ("analytic", "right"), ("simulate", "right"),
+                         ("bottleneck measured / simulate", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for i, r in enumerate(rows, 1):
+        if r.get("status") != "ok":
+            table.add_row(str(i), r["name"], "failed", "", "", (r.get("error") or "")[:60])
+            continue
+        m, p = r["measured"], r["predicted"]
+        cells = []
+        for method in METHODS:
+            q = p.get(method, {})
+            cells.append(f"{_secs(q.get('iteration_time_s'))} {_styled(q.get('error_pct'))}")
+        table.add_row(str(i), r["name"], _secs(m["iteration_time_s"]), *cells,
+                      f"{m.get('bottleneck')} / {p.get('simulate', {}).get('bottleneck', '-')}")
+    console.print(table)
+    for line in summary_lines(summary):
+        console.print(line, highlight=False)
+
+
+def _styled(value: float | None) -> str:
+    text = _err(value)
+    if value is None or not math.isfinite(value):
+        return text
+    return text if abs(value) <= TARGET_WORST_PCT else f"[bold red]{text}[/]"
+
+
+# ----------------------------------------------------------------------------- plot
+
+
+def plot_validation(rows: list[dict[str, Any]], path: str | Path,
+                    summary: dict[str, Any] | None = None) -> Path:
+    """Predicted vs measured iteration time (log-log, y = x and ±10% lines) and the signed
+    error of every scenario per method; a PNG written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = _ok(rows)
+    styles = {"analytic": ("o", "tab:blue"), "simulate": ("s", "tab:orange")}
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 5.8),
+                                 gridspec_kw={"width_ratios": [1, 1.25]})
+    values: list[float] = []
+    for method in METHODS:
+        xs, ys, labels = [], [], []
+        for i, r in enumerate(rows, 1):
+            if r.get("status") == "ok" and method in r["predicted"]:
+                xs.append(r["measured"]["iteration_time_s"])
+                ys.append(r["predicted"][method]["iteration_time_s"])
+                labels.append(str(i))
+        if not xs:
+            continue
+        values += xs + ys
+        marker, color = styles[method]
+        s = (summary or {}).get(method)
+        label = method + (f" (MAPE {s['mape_pct']:.1f}%, worst {s['worst_abs_error_pct']:.1f}%)"
+                          if s else "")
+        ax.scatter(xs, ys, marker=marker, color=color, label=label, alpha=0.8, zorder=3)
+        if method == "simulate":
+            for x, y, text in zip(xs, ys, labels):
+                ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, 3),
+                            fontsize=7, color="0.3")
+    if values:
+        lo, hi = min(values) / 1.25, max(values) * 1.25
+        line = [lo, hi]
+        ax.plot(line, line, color="black", linewidth=1, label="y = x")
+        ax.plot(line, [v * 1.1 for v in line], color="0.5", linestyle="--", linewidth=0.8,
+                label="±10%")
+        ax.plot(line, [v * 0.9 for v in line], color="0.5", linestyle="--", linewidth=0.8)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    def minor(v: float, _pos: int) -> str:
+        lead = round(v / 10 ** math.floor(math.log10(v))) if v > 0 else 0
+        return f"{v:g}" if lead in (2, 3, 4, 5, 6, 8) else ""
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        axis.set_minor_formatter(FuncFormatter(minor))
+    ax.set_xlabel("measured iteration time (s)")
+    ax.set_ylabel("predicted iteration time (s)")
+    ax.set_title("predicted vs measured (numbers: scenarios)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+
+    names = [f"{i}. {r['name']}" for i, r in enumerate(rows, 1) if r.get("status") == "ok"]
+    positions = list(range(len(ok)))
+    height = 0.38
+    for k, method in enumerate(METHODS):
+        errors = [r["predicted"].get(method, {}).get("error_pct") for r in ok]
+        errors = [e if e is not None and math.isfinite(e) else 0.0 for e in errors]
+        marker, color = styles[method]
+        bx.barh([p + (k - 0.5) * height for p in positions], errors, height=height,
+                color=color, label=method, alpha=0.85)
+    bx.axvline(0, color="black", linewidth=0.8)
+    for edge in (-TARGET_WORST_PCT, TARGET_WORST_PCT):
+        bx.axvline(edge, color="0.5", linestyle="--", linewidth=0.8)
+    bx.set_yticks(positions)
+    bx.set_yticklabels(names, fontsize=7)
+    bx.invert_yaxis()
+    bx.set_xlabel("error of the predicted iteration time (%)")
+    bx.set_title("signed error per scenario")
+    bx.grid(True, axis="x", alpha=0.3)
+    bx.legend(fontsize=8)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return write_atomic(path, buffer.getvalue())
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+
+METHOD_TEXT = """\
+## How each scenario is compared
+
+1. **Compute, in the same session.** `compute: real` runs the zoo model on this CPU (one thread
+   per rank): it is profiled with `ddlperf profile` (one thread, a fresh process like every
+   rank) right before its measurement and both predictors start from that profile.
+   `compute: emulated` runs *emulated device time*: each layer waits the workload's seconds, so
+   the workload is the ground truth of compute and the predictors get it unchanged.
+2. **Heterogeneity.** Emulated device time: a worker group's `speed` (it waits
+   `seconds / speed`), exact by construction. CPU quota (real compute, cgroup
+   `cpu.cfs_quota_us`, 10 ms period): the slowdown is not exactly 1/quota, so the slow worker's
+   training step is timed inside a cgroup with that quota *while* an unrestricted copy runs
+   beside it (two computing processes, as in the run) and `speed = free step / quota'd step`
+   goes into the predicted cluster. (Timed alone on an idle machine, the same quota'd step
+   was 20–30% slower still: the throttled process leaves its vCPU idle.)
+3. **The PS processor.** PS shards are CPU processes applying SGD with momentum; their cost per
+   gradient byte is timed once per session on this CPU (the optimizer step on one thread; for
+   real compute the profile's own optimizer timing) and given to the predictors as
+   `ps.update_s_per_byte`.
+4. **Links.** Predictions use the *configured* line rate × goodput 0.956 (TCP payload per
+   1514-byte frame). Every measurement first probes each link alone; the table's last column is
+   the largest deviation of a probe from that figure. When the probes confirm it within ~2%
+   the configured rate is the more honest input: it is what a user of ddlperf knows before
+   building the cluster. (`--rates probed` predicts from the probes instead.) This kernel has
+   no netem: links add only queueing and stack delay, and the predictors get the default
+   50 µs latency per message.
+5. **Measurement.** The iteration time is the median step period per worker over the measured
+   iterations (warm-up excluded), averaged over workers; p5–p95 spans all workers' steady
+   iterations. The bytes on every bridge port are checked against the expected volume.
+6. **Error** = (predicted − measured) / measured. MAPE = mean |error| over the scenarios.
+"""
+
+
+def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any], *,
+             png: str = "validation.png", csv_name: str = "validation.csv",
+             title: str | None = None, description: str | None = None,
+             command: str | None = None, findings: str | None = None) -> str:
+    """The published page: summary, plot, per-scenario table, findings, method."""
+    machine = meta.get("machine", {})
+    lines = [f"# {title or 'Validation: predicted vs measured iteration time'}", ""]
+    lines.append("<!-- generated by `ddlperf validate … --publish`; do not edit by hand -->")
+    lines.append("")
+    if description:
+        lines += [description.strip(), ""]
+    where = ", ".join(str(x) for x in (
+        machine.get("cpu_model"), f"{machine.get('cores')} cores" if machine.get("cores")
+        else None, f"Linux {machine.get('kernel')}" if machine.get("kernel") else None,
+        f"torch {machine.get('torch')}" if machine.get("torch") else None) if x)
+    runtime = meta.get("runtime_s")
+    lines.append(f"Measured on {where or 'this machine'}"
+                 + (f", {meta.get('created')}" if meta.get("created") else "")
+                 + (f"; the whole matrix ran in {runtime / 60:.1f} min" if runtime else "")
+                 + ".")
+    if command:
+        lines += ["", "Regenerate (root needed):", "", "```bash", command, "```"]
+    lines += ["", "## Summary", "", "| method | scenarios | MAPE | worst error | within ±10% |",
+              "| --- | ---: | ---: | --- | ---: |"]
+    for method in METHODS:
+        s = summary.get(method)
+        if s:
+            lines.append(f"| {method} | {s['scenarios']} | {s['mape_pct']:.1f}% | "
+                         f"{s['worst_error_pct']:+.1f}% ({s['worst_scenario']}) | "
+                         f"{s['within_10pct']}/{s['scenarios']} |")
+    if summary.get("failed"):
+        lines += ["", f"Failed runs (not in the summary): {', '.join(summary['failed'])}."]
+    lines += ["", f"![predicted vs measured iteration time]({png})", "",
+              f"Data: [{csv_name}]({csv_name}) (one row per scenario and method).", "",
+              "## Scenarios", "",
+              "Iteration times in seconds; errors relative to the measurement.", "",
+              "| # | scenario | setup | measured (p5–p95) | analytic | simulate | bottleneck "
+              "measured / analytic / simulate | probe dev. |",
+              "| ---: | --- | --- | --- | --- | --- | --- | ---: |"]
+    for i, r in enumerate(rows, 1):
+        setup = setup_text(r.get("setup", {}))
+        if r.get("status") != "ok":
+            lines.append(f"| {i} | {r['name']} | {setup} | failed: "
+                         f"{(r.get('error') or '').replace('|', '/')[:120]} | | | | |")
+            continue
+        m, p = r["measured"], r["predicted"]
+        a, s = p.get("analytic", {}), p.get("simulate", {})
+        dev = m.get("probe_max_deviation_pct")
+        lines.append(
+            f"| {i} | {r['name']} | {setup} | {_secs(m['iteration_time_s'])} "
+            f"({_secs(m.get('p5_s'))}–{_secs(m.get('p95_s'))}) | "
+            f"{_secs(a.get('iteration_time_s'))} ({_err(a.get('error_pct'))}) | "
+            f"{_secs(s.get('iteration_time_s'))} ({_err(s.get('error_pct'))}) | "
+            f"{m.get('bottleneck')} / {a.get('bottleneck', '-')} / {s.get('bottleneck', '-')} | "
+            f"{'-' if dev is None else f'{dev:.1f}%'} |")
+    notes = [(i, r) for i, r in enumerate(rows, 1) if r.get("note")]
+    if notes:
+        lines += ["", "What each scenario checks:", ""]
+        lines += [f"{i}. **{r['name']}**: {r['note'].strip()}" for i, r in notes]
+    extra = _inputs_text(rows)
+    if extra:
+        lines += ["", "In-session calibration:", "", *extra]
+    if findings:
+        lines += ["", "## What the errors show", "", findings.strip()]
+    lines += ["", METHOD_TEXT]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _inputs_text(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in _ok(rows):
+        inputs = r.get("inputs", {})
+        profile = inputs.get("profile")
+        if profile and profile.get("step_s"):
+            out.append(f"- {r['name']}: profiled step {profile['step_s']:.3f} s "
+                       f"(cv {100 * (profile.get('step_cv') or 0):.1f}%)")
+        for host, q in (inputs.get("quota") or {}).items():
+            out.append(f"- {r['name']}: {host} at quota {q['quota']:g} core: step "
+                       f"{q['step_quota_s']:.3f} s vs {q['step_free_s']:.3f} s free → "
+                       f"speed {q['speed']:.3f} (1/quota would be {q['quota']:g})")
+    updates = {round(float(r["inputs"]["ps_update_s_per_byte"]["value"]) * 1e9, 3)
+               for r in _ok(rows) if (r.get("inputs", {}).get("ps_update_s_per_byte") or {})
+               .get("value") is not None}
+    if updates:
+        out.append("- PS update cost given to the predictors: "
+                   + ", ".join(f"{u:g}" for u in sorted(updates)) + " ns per gradient byte")
+    return out
+
+
+def publish(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any],
+            directory: str | Path, *, title: str | None = None,
+            description: str | None = None, command: str | None = None,
+            findings: str | None = None) -> list[Path]:
+    """Write ``validation.md``, ``validation.csv`` and ``validation.png`` into ``directory``."""
+    d = Path(directory)
+    written = [
+        write_atomic(d / "validation.csv", csv_text(rows)),
+        plot_validation(rows, d / "validation.png", summary),
+        write_atomic(d / "validation.md", markdown(rows, summary, meta, title=title,
+                                                   description=description,
+                                                   command=command, findings=findings)),
+    ]
+    return written

@@ -1,0 +1,187 @@
+"""``ddlperf validate`` through the CLI: bad input is one line and exit 2 before any run;
+``--dry-run`` and ``--results … --publish`` need no root; one root-only end-to-end run of
+``scenarios/smoke.yaml``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import ddlperf.cli  # noqa: F401  (registers the commands)
+from ddlperf.cli.app import app
+from ddlperf.validate import ValidationRun, summarize
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "scenarios" / "smoke.yaml"
+DEV = ROOT / "scenarios" / "dev_matrix.yaml"
+runner = CliRunner()
+GOOD = """
+defaults: {bandwidth: 200Mbps}
+scenarios:
+  - name: a
+    synthetic: {layers: [{count: 2, forward_ms: 5, backward_ms: 10, tensor_mb: 0.5}]}
+"""
+
+
+def invoke(*args: str):
+    return runner.invoke(app, ["validate", *args])
+
+
+def one_line_error(result, *needles: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    assert "Traceback" not in result.output
+
+
+def matrix(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("text,needles", [
+    ("scenarios:\n  - name: [a\n", ["--matrix", "not valid YAML"]),
+    ("scenarios: [{name: a, model: mobilenet_v2, speed: 2}]\n",
+     ["m.yaml: scenarios[0] (a).speed", "not a known field"]),
+    ("scenarios: [{name: a, model: mobilenet_v3}]\n", ["scenario 'a'", "mobilenet_v3"]),
+    ("scenarios: [{name: a, model: mobilenet_v2, bandwidth: 10Gbps}]\n",
+     ["scenario 'a'", "more than this machine can drive"]),
+])
+def test_bad_matrix_is_one_line_and_exit_2(tmp_path: Path, text: str,
+                                           needles: list[str]) -> None:
+    out = tmp_path / "out"
+    result = invoke("--matrix", matrix(tmp_path, text), "--out", str(out))
+    one_line_error(result, *needles)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args,needles", [
+    ([], ["--matrix", "is required"]),
+    (["--matrix", "nowhere.yaml"], ["--matrix", "does not exist"]),
+    (["--only", "zz"], ["--only", "no scenario named 'zz'"]),
+    (["--only", ","], ["--only", "no scenario names"]),
+    (["--rates", "guessed"], ["--rates", "configured or probed"]),
+    (["--results", "nowhere"], ["--results"]),
+    (["--publish", "no/such/dir"], ["--publish", "does not exist"]),
+])
+def test_bad_flags_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
+                                           needles: list[str]) -> None:
+    if args[:1] not in (["--matrix"], ["--results"]) and args:
+        args = ["--matrix", matrix(tmp_path, GOOD), *args]
+    elif args[:1] == ["--results"]:
+        args = [args[0], str(tmp_path / args[1])]
+    one_line_error(invoke(*args, "--out", str(tmp_path / "out")), *needles)
+
+
+def test_not_root_says_root_is_needed_before_creating_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    out = tmp_path / "out"
+    one_line_error(invoke("--matrix", matrix(tmp_path, GOOD), "--out", str(out)), "needs root")
+    assert not out.exists()
+
+
+def test_out_with_results_needs_resume(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("{}")
+    if os.geteuid() != 0:
+        pytest.skip("the root check comes first")
+    one_line_error(invoke("--matrix", matrix(tmp_path, GOOD), "--out", str(out)),
+                   "--out", "already holds validation results", "--resume")
+
+
+def test_dry_run_lists_the_dev_matrix_without_root() -> None:
+    result = runner.invoke(app, ["validate", "--matrix", str(DEV), "--dry-run"],
+                           terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "dry run" in result.output
+    for name in ("ps-bsp-2w-1s", "ps-ssp-hetero", "ring-5w", "real-ps-bsp-quota"):
+        assert name in result.output
+
+
+def _fake_results(out: Path) -> None:
+    from tests.test_validate import row
+
+    rows = [row("a", 1.0, 0.9, 1.02), row("b", 2.0, 2.4, 1.9)]
+    run = ValidationRun(out, "m.yaml", rows, summarize(rows),
+                        {"rates": "configured", "machine": {"cores": 2}})
+    out.mkdir(exist_ok=True)
+    (out / "results.json").write_text(json.dumps(run.to_dict()))
+
+
+def test_results_are_reported_and_published_without_rerunning(tmp_path: Path) -> None:
+    _fake_results(tmp_path / "run")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    result = runner.invoke(app, ["validate", "--results", str(tmp_path / "run"), "--publish",
+                                 str(docs)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "simulate: MAPE 3.5% over 2 scenarios, worst -5.0% (b)" in result.output
+    assert sorted(p.name for p in docs.iterdir()) == ["validation.csv", "validation.md",
+                                                      "validation.png"]
+    assert "ddlperf validate --matrix m.yaml --publish" in (docs / "validation.md").read_text()
+    as_json = runner.invoke(app, ["validate", "--results", str(tmp_path / "run"), "--json"])
+    assert json.loads(as_json.stdout)["summary"]["analytic"]["worst_scenario"] == "b"
+
+
+# ----------------------------------------------------------------------------- root only
+
+
+def _netns_usable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, tc, cgroups)"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "needs iproute2 (ip, tc)"
+    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        return "`ip netns` is not available"
+    return None
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_smoke_matrix_end_to_end(tmp_path: Path) -> None:
+    reason = _netns_usable()
+    if reason:
+        pytest.skip(reason)
+    pytest.importorskip("torch")
+    out, docs = tmp_path / "v", tmp_path / "docs"
+    docs.mkdir()
+    began = time.monotonic()
+    result = runner.invoke(app, ["validate", "--matrix", str(SMOKE), "--out", str(out),
+                                 "--publish", str(docs)], terminal_width=200)
+    elapsed = time.monotonic() - began
+    assert result.exit_code == 0, result.output
+    assert elapsed < 40, elapsed
+    for name in ("results.json", "results.csv", "validation.png"):
+        assert (out / name).stat().st_size > 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["format"] == "ddlperf.validation/1"
+    rows = data["scenarios"]
+    assert rows and all(r["status"] == "ok" for r in rows)
+    for r in rows:
+        assert r["measured"]["wire_ok"] is True
+        assert (out / r["name"] / "measure" / "measurement.json").exists()
+        for method in ("analytic", "simulate"):
+            assert math.isfinite(r["predicted"][method]["error_pct"])
+            assert abs(r["predicted"][method]["error_pct"]) < 50
+    for method in ("analytic", "simulate"):
+        assert math.isfinite(data["summary"][method]["mape_pct"])
+    assert (docs / "validation.md").exists() and (docs / "validation.png").exists()
+    # --resume keeps finished scenarios and reruns nothing
+    again = runner.invoke(app, ["validate", "--matrix", str(SMOKE), "--out", str(out),
+                                "--resume"], terminal_width=200)
+    assert again.exit_code == 0, again.output
+    assert "kept from the earlier run" in again.stderr
+    assert json.loads((out / "results.json").read_text())["scenarios"] == rows
