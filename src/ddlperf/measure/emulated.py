@@ -338,9 +338,9 @@ class EmulatedCluster:
             netns.ip(ns, "link", "set", "lo", "up")
             netns.ip(ns, "addr", "add", f"{self.ip(host.name)}/{SUBNET.prefixlen}", "dev", HOST_DEV)
             netns.ip(ns, "link", "set", HOST_DEV, "up")
-            shaping.shape_egress(ns, HOST_DEV, host.uplink_bps, self.buffer_s)
-            senders = [self.ip(other.name) for other in self.hosts if other is not host]
-            shaping.shape_ingress(sw, port, host.downlink_bps, senders, self.buffer_s)
+            peers = [self.ip(other.name) for other in self.hosts if other is not host]
+            shaping.shape_egress(ns, HOST_DEV, host.uplink_bps, self.buffer_s, peers)
+            shaping.shape_ingress(sw, port, host.downlink_bps, peers, self.buffer_s)
             group = self.cgroup(host.name)
             if group is not None:
                 cgroups.create(group, host.cpu_quota)

@@ -1,9 +1,18 @@
 """HTB shaping of the emulated links (this kernel has no netem, fq_codel or sfq).
 
-Egress of a host is one HTB class on the host's ``eth0``. Ingress of a host is shaped on the
-bridge-side veth: a parent class at the downlink rate and one child class per sender (u32 match
-on the source IP), so senders share a receiver's downlink max-min fairly as the models assume.
-Leaves are small ``bfifo`` queues (~``buffer_s`` of the rate) so queueing delay stays short.
+Egress of a host is shaped on the host's ``eth0``: a parent class at the uplink rate and one
+child class per destination (u32 match on the destination IP), so what a host sends to several
+peers shares its uplink fairly — what a real sender's per-flow fair queueing (``fq``, the
+usual qdisc for BBR's pacing) does. Ingress of a host is shaped on the bridge-side veth the same
+way with one class per sender (u32 on the source IP), so senders share a receiver's downlink
+max-min fairly as the models assume. Leaves are small ``bfifo`` queues (~``buffer_s`` of the
+rate) so queueing delay stays short.
+
+Small packets (under 128 bytes: TCP ACKs, SYNs, control messages) go to a priority class on
+every shaped link. Without it, the ACKs of the flows in one direction of a full-duplex link
+wait behind the data of the other direction in the same ~20 ms queue — a coupling of the two
+directions that real NICs with fair queueing and shallow switch buffers do not have, and that
+slowed a parameter server's pushes whenever its pulls were running.
 """
 
 from __future__ import annotations
@@ -25,7 +34,9 @@ def _bits(rate_bps: float) -> str:
     return f"{max(1, round(rate_bps))}bit"
 
 
-def _class(ns: str, dev: str, parent: str, classid: str, rate: float, ceil: float) -> None:
+def _class(
+    ns: str, dev: str, parent: str, classid: str, rate: float, ceil: float, prio: str = "1"
+) -> None:
     tc(
         ns,
         "class",
@@ -43,6 +54,8 @@ def _class(ns: str, dev: str, parent: str, classid: str, rate: float, ceil: floa
         _bits(ceil),
         "quantum",
         str(QUANTUM),
+        "prio",
+        prio,
     )
 
 
@@ -63,46 +76,44 @@ def _leaf(ns: str, dev: str, parent: str, handle: str, limit: int) -> None:
     )
 
 
-def shape_egress(ns: str, dev: str, rate_bps: float, buffer_s: float) -> None:
-    """Limit everything ``dev`` sends to ``rate_bps`` (the host's uplink)."""
-    tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1")
+def _filter(ns: str, dev: str, prio: str, match: list[str], flowid: str) -> None:
+    tc(ns, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", prio,
+       "u32", *match, "flowid", flowid)
+
+
+def _shape(
+    ns: str, dev: str, rate_bps: float, peers: list[str], direction: str, buffer_s: float
+) -> None:
+    """Parent class at ``rate_bps``; an ACK class; one fair class per peer (``src``/``dst``)."""
+    tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2")
     _class(ns, dev, "1:", "1:1", rate_bps, rate_bps)
-    _leaf(ns, dev, "1:1", "10:", buffer_bytes(rate_bps, buffer_s))
+    limit = buffer_bytes(rate_bps, buffer_s)
+    default_rate = rate_bps * DEFAULT_SHARE
+    _class(ns, dev, "1:1", "1:2", default_rate, rate_bps)
+    _leaf(ns, dev, "1:2", "2:", limit)
+    _class(ns, dev, "1:1", "1:3", default_rate, rate_bps, prio="0")
+    _leaf(ns, dev, "1:3", "3:", limit)
+    # IPv4 total length (bytes 2–3 of the header) below 128: ACKs and other small packets.
+    _filter(ns, dev, "1", ["match", "u16", "0x0000", "0xff80", "at", "2"], "1:3")
+    if not peers:
+        return
+    share = rate_bps * (1.0 - 2 * DEFAULT_SHARE) / len(peers)
+    for index, peer in enumerate(peers):
+        minor = f"{0x100 + index:x}"
+        _class(ns, dev, "1:1", f"1:{minor}", share, rate_bps)
+        _leaf(ns, dev, f"1:{minor}", f"{minor}:", limit)
+        _filter(ns, dev, "2", ["match", "ip", direction, f"{peer}/32"], f"1:{minor}")
+
+
+def shape_egress(
+    ns: str, dev: str, rate_bps: float, buffer_s: float, receiver_ips: list[str] | None = None
+) -> None:
+    """Limit what ``dev`` sends to ``rate_bps`` (the host's uplink), fair per destination."""
+    _shape(ns, dev, rate_bps, list(receiver_ips or []), "dst", buffer_s)
 
 
 def shape_ingress(
     ns: str, dev: str, rate_bps: float, sender_ips: list[str], buffer_s: float
 ) -> None:
     """Limit what ``dev`` delivers to its host to ``rate_bps``, one fair class per sender IP."""
-    tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2")
-    _class(ns, dev, "1:", "1:1", rate_bps, rate_bps)
-    default_rate = rate_bps * DEFAULT_SHARE
-    _class(ns, dev, "1:1", "1:2", default_rate, rate_bps)
-    _leaf(ns, dev, "1:2", "2:", buffer_bytes(rate_bps, buffer_s))
-    if not sender_ips:
-        return
-    share = rate_bps * (1.0 - DEFAULT_SHARE) / len(sender_ips)
-    for index, src in enumerate(sender_ips):
-        minor = f"{0x100 + index:x}"
-        _class(ns, dev, "1:1", f"1:{minor}", share, rate_bps)
-        _leaf(ns, dev, f"1:{minor}", f"{minor}:", buffer_bytes(rate_bps, buffer_s))
-        tc(
-            ns,
-            "filter",
-            "add",
-            "dev",
-            dev,
-            "parent",
-            "1:",
-            "protocol",
-            "ip",
-            "prio",
-            "1",
-            "u32",
-            "match",
-            "ip",
-            "src",
-            f"{src}/32",
-            "flowid",
-            f"1:{minor}",
-        )
+    _shape(ns, dev, rate_bps, sender_ips, "src", buffer_s)
