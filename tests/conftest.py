@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -29,6 +31,17 @@ def make_workload(
             for i, (f, b, sizes) in enumerate(layers)
         ],
     })
+
+
+def netns_skip_reason() -> str | None:
+    """Why emulated-cluster tests cannot run here, or None when they can."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, tc, cgroups)"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "needs iproute2 (ip, tc)"
+    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        return "`ip netns` is not available"
+    return None
 
 
 @pytest.fixture

@@ -40,3 +40,24 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return p
+
+
+def prepare_output_dir(
+    path: str | Path, field: str, taken: tuple[str, ...], what: str, fix: str
+) -> Path:
+    """Create (if needed) a writable result directory that does not already hold ``taken``.
+
+    ``what`` names those results in the message, ``fix`` says what to do instead.
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(field, f"{str(p)!r} is a file", "give a directory")
+    if p.exists() and any((p / name).exists() for name in taken):
+        raise InputError(field, f"{str(p)!r} already holds {what}", fix)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise InputError(field, f"directory {str(parent)!r} does not exist", "create it first")
+    p.mkdir(exist_ok=True)
+    if not os.access(p, os.W_OK):
+        raise InputError(field, f"{str(p)!r} is not writable", "choose another directory")
+    return p.resolve()

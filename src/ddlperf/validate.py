@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ddlperf.api import make_cluster, make_strategy, make_workload
 from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
-from ddlperf.io import write_atomic
+from ddlperf.io import prepare_output_dir, write_atomic
 from ddlperf.prediction import Prediction
 from ddlperf.strategy import Strategy
 from ddlperf.units import format_bandwidth
@@ -818,19 +818,9 @@ def machine_info() -> dict[str, Any]:
 
 
 def _prepare_out(out: str | Path, resume: bool) -> Path:
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise InputError("--out", f"{str(path)!r} is a file", "give a directory")
-    if (path / "results.json").exists() and not resume:
-        raise InputError("--out", f"{str(path)!r} already holds validation results",
-                         "add --resume to continue it, or choose a new directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        raise InputError("--out", f"directory {str(parent)!r} does not exist", "create it first")
-    path.mkdir(exist_ok=True)
-    if not os.access(path, os.W_OK):
-        raise InputError("--out", f"{str(path)!r} is not writable", "choose another directory")
-    return path.resolve()
+    taken = () if resume else ("results.json",)
+    return prepare_output_dir(out, "--out", taken, "validation results",
+                              "add --resume to continue it, or choose a new directory")
 
 
 def _previous(out: Path) -> dict[str, dict[str, Any]]:

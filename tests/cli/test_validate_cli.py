@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from typer.testing import CliRunner
 import ddlperf.cli  # noqa: F401  (registers the commands)
 from ddlperf.cli.app import app
 from ddlperf.validate import ValidationRun, summarize
+from tests.conftest import netns_skip_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "scenarios" / "smoke.yaml"
@@ -139,20 +138,10 @@ def test_results_are_reported_and_published_without_rerunning(tmp_path: Path) ->
 # ----------------------------------------------------------------------------- root only
 
 
-def _netns_usable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, tc, cgroups)"
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        return "needs iproute2 (ip, tc)"
-    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
-        return "`ip netns` is not available"
-    return None
-
-
 @pytest.mark.root
 @pytest.mark.slow
 def test_smoke_matrix_end_to_end(tmp_path: Path) -> None:
-    reason = _netns_usable()
+    reason = netns_skip_reason()
     if reason:
         pytest.skip(reason)
     pytest.importorskip("torch")

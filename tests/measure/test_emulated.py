@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,22 +21,13 @@ from ddlperf.errors import InputError
 from ddlperf.measure import cgroups, emulated, netns
 from ddlperf.measure.emulated import EmulatedCluster, HostSpec
 from ddlperf.measure.probe import GOODPUT_FACTOR, expected_goodput, probe_flows
+from tests.conftest import netns_skip_reason
 
 MBPS = 1e6
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def _netns_usable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, tc, cgroups)"
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        return "needs iproute2 (ip, tc)"
-    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
-        return "`ip netns` is not available"
-    return None
-
-
-_SKIP = _netns_usable()
+_SKIP = netns_skip_reason()
 root = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
 
 

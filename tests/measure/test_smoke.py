@@ -10,8 +10,6 @@ are kept and nothing is left behind.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -23,21 +21,12 @@ from ddlperf.measure import cgroups, emulated, netns
 from ddlperf.measure.launcher import RunFailed
 from ddlperf.measure.records import read_records
 from ddlperf.measure.run import measure
+from tests.conftest import netns_skip_reason
 
 pytest.importorskip("torch")
 
 
-def _netns_usable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, tc, cgroups)"
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        return "needs iproute2 (ip, tc)"
-    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
-        return "`ip netns` is not available"
-    return None
-
-
-_SKIP = _netns_usable()
+_SKIP = netns_skip_reason()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")]
 
 LAYERS, TENSOR_BYTES, FWD, BWD = 4, 750_000, 0.010, 0.020

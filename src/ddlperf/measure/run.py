@@ -31,7 +31,7 @@ from typing import Any
 from ddlperf.api import make_cluster, make_strategy, make_workload
 from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
-from ddlperf.io import write_atomic
+from ddlperf.io import prepare_output_dir, write_atomic
 from ddlperf.measure.launcher import (
     RunFailed,
     build_spec,
@@ -156,19 +156,8 @@ def _host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, flo
 def _prepare_out(out: str | Path | None) -> Path:
     default = f"ddlperf-measure-{time.strftime('%Y%m%d-%H%M%S')}"
     path = Path(out) if out is not None else Path(default)
-    if path.exists() and not path.is_dir():
-        raise InputError("--out", f"{str(path)!r} is a file", "give a directory")
-    if path.exists() and any((path / n).exists() for n in ("records.jsonl", "measurement.json",
-                                                          "spec.json")):
-        raise InputError("--out", f"{str(path)!r} already holds a measurement",
-                         "choose a new directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        raise InputError("--out", f"directory {str(parent)!r} does not exist", "create it first")
-    path.mkdir(exist_ok=True)
-    if not os.access(path, os.W_OK):
-        raise InputError("--out", f"{str(path)!r} is not writable", "choose another directory")
-    return path.resolve()
+    return prepare_output_dir(path, "--out", ("records.jsonl", "measurement.json", "spec.json"),
+                              "a measurement", "choose a new directory")
 
 
 # ----------------------------------------------------------------------------- the API
