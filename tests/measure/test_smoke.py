@@ -2,8 +2,8 @@
 
 1 PS + 2 workers BSP (without and with overlap) and 2-worker DDP, emulated device time, a 3 MB
 model on 200 (PS) and 100 (DDP) Mbit/s links, a few iterations: the bytes on the wire add up,
-the analytic prediction with the probed goodput agrees (within 15%; 25% for overlapped PS, see
-its test), and everything is torn down. A crashing worker stops the run, is named, its records
+the analytic prediction with the probed goodput agrees within 15%, and everything is torn
+down. A crashing worker stops the run, is named, its records
 are kept and nothing is left behind.
 """
 
@@ -85,14 +85,12 @@ def _check_common(m, rid: str, out: Path, elapsed: float) -> None:
     assert elapsed < 60
 
 
-@pytest.mark.parametrize("overlap,tolerance", [(False, 0.15), (True, 0.25)])
+@pytest.mark.parametrize("overlap,tolerance", [(False, 0.15), (True, 0.15)])
 def test_ps_bsp_two_workers_matches_wire_and_analytic_prediction(
         tmp_path: Path, overlap: bool, tolerance: float) -> None:
-    """Without overlap pulls and pushes never share a link direction's queue with the other
-    direction's ACKs, and measurement and analytic model agree within a few percent. With
-    overlap the pulls of early tensors run while later tensors are pushed; ACKs of one wait
-    behind the other's data in the hosts' single FIFO queues, which the model does not know:
-    the measurement has been 10–15% slower here, so the bound is looser."""
+    """With overlap the pulls of early tensors run while later tensors are pushed, so both
+    directions of the links are busy at once; the shaping's ACK priority class keeps them
+    independent, as the models assume (before it, this case measured 10–15% slow)."""
     out = tmp_path / "ps"
     m, rid, elapsed = _run(out, workers=2, ps=1, arch="ps", sync="bsp", overlap=overlap)
     _check_common(m, rid, out, elapsed)
