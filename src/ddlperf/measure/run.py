@@ -245,7 +245,10 @@ def measure(
                 t0 = time.monotonic()
                 from ddlperf.measure.probe import probe_all
 
-                probed = probe_all(net, seconds=probe_seconds)
+                try:
+                    probed = probe_all(net, seconds=probe_seconds)
+                except RuntimeError as exc:  # a probe process died (or Ctrl-C reached it first)
+                    raise RunFailed(f"link probe failed: {exc}") from None
                 durations["probe_s"] = time.monotonic() - t0
                 append_record(records, {"type": "probe", "name": "launcher", "time": time.time(),
                                         "links": probed})
