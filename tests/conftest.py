@@ -44,6 +44,16 @@ def netns_skip_reason() -> str | None:
     return None
 
 
+def assert_one_line_error(result, *needles: str) -> None:
+    """A CLI result that failed the way bad input must: exit 2, one ``error:`` line, no trace."""
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    assert "Traceback" not in result.output
+
+
 @pytest.fixture
 def toy() -> Workload:
     """Two layers: 1 ms + 2 ms (4 MB) and 3 ms + 6 ms (8 MB + 4 kB)."""

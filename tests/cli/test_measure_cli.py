@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 import ddlperf.cli  # noqa: F401  (registers the commands)
 from ddlperf.cli.app import app
+from tests.conftest import assert_one_line_error
 
 runner = CliRunner()
 WORKLOAD = {
@@ -32,13 +33,6 @@ def invoke(*args: str):
     return runner.invoke(app, ["measure", *args])
 
 
-def one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("args,needles", [
@@ -60,12 +54,12 @@ def one_line_error(result, *needles: str) -> None:
 ])
 def test_bad_input_is_one_line_and_exit_2(wl: str, args: list[str], needles: list[str]
                                           ) -> None:
-    one_line_error(invoke("--workload", wl, *args), *needles)
+    assert_one_line_error(invoke("--workload", wl, *args), *needles)
 
 
 def test_real_compute_with_more_workers_than_cores_is_refused() -> None:
     cores = os.cpu_count() or 1
-    one_line_error(invoke("--model", "mobilenet_v2", "--compute", "real", "--workers",
+    assert_one_line_error(invoke("--model", "mobilenet_v2", "--compute", "real", "--workers",
                           str(cores + 1)), "--compute", f"{cores + 1} workers")
 
 
@@ -73,7 +67,7 @@ def test_not_root_says_root_is_needed(wl: str, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     result = invoke("--workload", wl, "--out", str(tmp_path / "o"))
-    one_line_error(result, "needs root")
+    assert_one_line_error(result, "needs root")
     assert not (tmp_path / "o").exists()  # failed before creating anything
 
 
@@ -83,7 +77,7 @@ def test_out_that_already_holds_a_measurement_is_refused(wl: str, tmp_path: Path
     (out / "measurement.json").write_text("{}")
     if os.geteuid() != 0:
         pytest.skip("the root check comes first without root")
-    one_line_error(invoke("--workload", wl, "--out", str(out)), "--out", "already holds")
+    assert_one_line_error(invoke("--workload", wl, "--out", str(out)), "--out", "already holds")
 
 
 def test_torchrun_prints_one_command_per_host(wl: str, tmp_path: Path) -> None:
@@ -112,7 +106,7 @@ def test_torchrun_without_hosts_uses_placeholders(wl: str, tmp_path: Path) -> No
 def test_torchrun_with_the_wrong_number_of_hosts(wl: str, tmp_path: Path) -> None:
     result = invoke("--workload", wl, "--launcher", "torchrun", "--hosts", "a,b",
                     "--out", str(tmp_path / "t"))
-    one_line_error(result, "--hosts", "needs 3 hosts", "w0, w1, ps0")
+    assert_one_line_error(result, "--hosts", "needs 3 hosts", "w0, w1, ps0")
 
 
 def test_a_failed_run_is_one_line_and_exit_1(wl: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import ddlperf.cli  # noqa: F401  (registers the commands)
 from ddlperf.cli.app import app
 from ddlperf.validate import ValidationRun, summarize
-from tests.conftest import netns_skip_reason
+from tests.conftest import assert_one_line_error, netns_skip_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "scenarios" / "smoke.yaml"
@@ -34,13 +34,6 @@ def invoke(*args: str):
     return runner.invoke(app, ["validate", *args])
 
 
-def one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    assert "Traceback" not in result.output
 
 
 def matrix(tmp_path: Path, text: str) -> str:
@@ -61,7 +54,7 @@ def test_bad_matrix_is_one_line_and_exit_2(tmp_path: Path, text: str,
                                            needles: list[str]) -> None:
     out = tmp_path / "out"
     result = invoke("--matrix", matrix(tmp_path, text), "--out", str(out))
-    one_line_error(result, *needles)
+    assert_one_line_error(result, *needles)
     assert not out.exists()
 
 
@@ -80,14 +73,15 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
         args = ["--matrix", matrix(tmp_path, GOOD), *args]
     elif args[:1] == ["--results"]:
         args = [args[0], str(tmp_path / args[1])]
-    one_line_error(invoke(*args, "--out", str(tmp_path / "out")), *needles)
+    assert_one_line_error(invoke(*args, "--out", str(tmp_path / "out")), *needles)
 
 
 def test_not_root_says_root_is_needed_before_creating_anything(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     out = tmp_path / "out"
-    one_line_error(invoke("--matrix", matrix(tmp_path, GOOD), "--out", str(out)), "needs root")
+    result = invoke("--matrix", matrix(tmp_path, GOOD), "--out", str(out))
+    assert_one_line_error(result, "needs root")
     assert not out.exists()
 
 
@@ -97,7 +91,7 @@ def test_out_with_results_needs_resume(tmp_path: Path) -> None:
     (out / "results.json").write_text("{}")
     if os.geteuid() != 0:
         pytest.skip("the root check comes first")
-    one_line_error(invoke("--matrix", matrix(tmp_path, GOOD), "--out", str(out)),
+    assert_one_line_error(invoke("--matrix", matrix(tmp_path, GOOD), "--out", str(out)),
                    "--out", "already holds validation results", "--resume")
 
 
