@@ -17,6 +17,7 @@ from ddlperf.cli.app import app
 from ddlperf.cli.common import console, handle_input_errors, print_json
 from ddlperf.cli.predict import Arch, Placement, ShardingPolicy, Sync
 from ddlperf.errors import InputError
+from ddlperf.prediction import Prediction
 
 
 def _quotas(items: list[str] | None) -> dict[str, float]:
@@ -64,6 +65,8 @@ def measure(
     launcher: Annotated[str, typer.Option(help="emulated (run here, needs root) or torchrun (print per-host commands)")] = "emulated",
     hosts: Annotated[str | None, typer.Option(help="torchrun: real host names, comma-separated, in rank-table order")] = None,
     interface: Annotated[str, typer.Option(help="torchrun: network interface for gloo (GLOO_SOCKET_IFNAME)")] = "eth0",
+    master_port: Annotated[int, typer.Option(help="torchrun: rendezvous port on the first host")] = 29500,
+    summarize: Annotated[Path | None, typer.Option(help="torchrun: summarize a finished run — the --out directory with every host's records-<host>.jsonl copied back; writes measurement.json there")] = None,
     cpu_quota: Annotated[list[str] | None, typer.Option(help="HOST=FRACTION of one core via cgroup, repeatable, e.g. w1=0.5")] = None,
     probe: Annotated[bool, typer.Option(help="probe every link's goodput before the run")] = True,
     json_output: Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")] = False,
@@ -73,7 +76,12 @@ def measure(
     Needs root: the cluster is network namespaces with HTB-shaped links on this machine.
     """
     from ddlperf.measure import run as runner
+    from ddlperf.measure import torchrun
     from ddlperf.measure.launcher import RunFailed
+
+    if summarize is not None:
+        _show(torchrun.summarize_torchrun(summarize), json_output)
+        return
 
     scenario = dict(
         workload=workload, cluster=config, batch_size=batch_size, device=device,
@@ -85,9 +93,9 @@ def measure(
         if cpu_quota:
             raise InputError("--cpu-quota", "only applies to --launcher emulated")
         host_list = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else None
-        plan = runner.torchrun_plan(model, hosts=host_list, out=out, compute=compute,
-                                    iterations=iterations, warmup=warmup, interface=interface,
-                                    **scenario)
+        plan = torchrun.torchrun_plan(model, hosts=host_list, out=out, compute=compute,
+                                      iterations=iterations, warmup=warmup,
+                                      interface=interface, port=master_port, **scenario)
         if json_output:
             print_json({"spec": plan["spec"], "compute": plan["compute"],
                         "commands": [{"host": h, "command": c} for h, c in plan["commands"]]})
@@ -98,8 +106,11 @@ def measure(
         for host, command in plan["commands"]:
             typer.echo(f"# {host}")
             typer.echo(command)
+        run_dir = Path(plan["spec"]).parent
         typer.echo("each host appends its per-iteration records (times, bytes) to "
-                   "records-<role>.jsonl in its working directory")
+                   "records-<role>.jsonl in its working directory; when all have finished, copy "
+                   f"{', '.join(plan['records'])} into {run_dir} and run: "
+                   f"ddlperf measure --summarize {run_dir}")
         return
     if hosts:
         raise InputError("--hosts", "only applies to --launcher torchrun")
@@ -117,6 +128,11 @@ def measure(
     except KeyboardInterrupt:
         print("error: interrupted; the emulated cluster was torn down", file=sys.stderr)
         raise typer.Exit(130) from None
+    _show(result, json_output)
+
+
+def _show(result: Prediction, json_output: bool) -> None:
+    """The Measurement as a table (or JSON), its wire check and where it was written."""
     if json_output:
         print_json(result.to_dict())
         return
@@ -125,6 +141,9 @@ def measure(
     render(result, console)
     info = result.inputs["measure"]
     wire = info["wire_check"]
-    typer.echo(f"compute: {info['compute']}; wire check: {wire['message']} "
-               f"(retransmitted {wire['retransmitted_bytes'] / 1e6:.2f} MB)")
-    typer.echo(f"records: {info['records']}  summary: {Path(info['out']) / 'measurement.json'}")
+    resent = (f" (retransmitted {wire['retransmitted_bytes'] / 1e6:.2f} MB)"
+              if info["launcher"] == "emulated" else "")
+    typer.echo(f"compute: {info['compute']}; wire check: {wire['message']}{resent}")
+    records = info["records"]
+    shown = ", ".join(records) if isinstance(records, list) else records
+    typer.echo(f"records: {shown}  summary: {Path(info['out']) / 'measurement.json'}")

@@ -37,10 +37,9 @@ from ddlperf.measure.launcher import (
     build_spec,
     expected_traffic,
     run_emulated,
-    torchrun_commands,
 )
 from ddlperf.measure.records import append_record, read_records, summarize, write_summary
-from ddlperf.measure.trainer_common import EMULATED_LABEL, REAL_LABEL, hosts_of, rank_table
+from ddlperf.measure.trainer_common import EMULATED_LABEL, hosts_of, rank_table
 from ddlperf.prediction import Prediction
 from ddlperf.scenario import Scenario, resolve
 from ddlperf.strategy import Strategy
@@ -371,7 +370,9 @@ def _single_real(net: Any, spec: dict[str, Any], spec_path: Path, hosts: list[An
 def _context(sc: Scenario, spec: dict[str, Any], records: list[dict[str, Any]],
              probed: dict[str, Any], single: dict[str, Any] | None, hosts: list[Any],
              wire: dict[str, Any], durations: dict[str, float], run_dir: Path, run_id: str,
-             skipped: int) -> dict[str, Any]:
+             skipped: int, launcher: str = "emulated") -> dict[str, Any]:
+    """What :func:`~ddlperf.measure.records.summarize` needs besides the records; shared by
+    the emulated launcher and the summary of a torchrun run (no probe, no bridge ports)."""
     from ddlperf.predictors.analytic import describe_inputs
 
     label = spec["compute_label"]
@@ -384,11 +385,13 @@ def _context(sc: Scenario, spec: dict[str, Any], records: list[dict[str, Any]],
             step = g.compute_s + total_bytes * g.update_s_per_byte
             standalone[w["name"]] = g.batch_size / step
             if best is None or standalone[w["name"]] > best["throughput_samples_per_s"]:
+                what = ("emulated device time" if label == EMULATED_LABEL
+                        else "its profile, not timed alone in this run")
                 best = {"worker": w["name"], "device": w["device_label"],
                         "iteration_time_s": step,
                         "throughput_samples_per_s": standalone[w["name"]],
-                        "source": "computed from the workload (emulated device time: "
-                                  "forward + backward + unattributed + optimizer update)"}
+                        "source": f"computed from the workload ({what}: forward + backward + "
+                                  "unattributed + optimizer update)"}
         single = best
     else:
         for w in spec["workers"]:
@@ -417,11 +420,13 @@ def _context(sc: Scenario, spec: dict[str, Any], records: list[dict[str, Any]],
         + ("at the PS (gate of BSP/SSP)" if spec["arch"] == "ps"
            else "inferred as slowest compute − own compute")
         + "; communication = the rest",
-        "bottleneck and link utilization inferred from measured times and the probed goodput",
+        "bottleneck and link utilization inferred from measured times and the "
+        + ("probed goodput" if probed else "configured rates × goodput"),
         f"speedup baseline: {single['source']}",
-        "no latency emulation on this kernel (no netem): links add only queueing and stack "
-        "delay",
     ]
+    if launcher == "emulated":
+        notes.append("no latency emulation on this kernel (no netem): links add only queueing "
+                     "and stack delay")
     if spec["arch"] == "ps":
         notes.append("PS updates run on the CPU (SGD with momentum)"
                      + (f": {update_per_byte * 1e9:.3g} ns per gradient byte measured"
@@ -430,7 +435,7 @@ def _context(sc: Scenario, spec: dict[str, Any], records: list[dict[str, Any]],
         notes.append(f"{skipped} unreadable record line(s) skipped")
     inputs = describe_inputs(sc, "measured")
     inputs["measure"] = {
-        "compute": label, "launcher": "emulated", "iterations": spec["iterations"],
+        "compute": label, "launcher": launcher, "iterations": spec["iterations"],
         "warmup": spec["warmup"], "out": str(run_dir), "records": spec["records"],
         "run_id": run_id,
         "hosts": [{"name": h.name, "uplink_bps": h.uplink_bps, "downlink_bps": h.downlink_bps,
@@ -441,43 +446,3 @@ def _context(sc: Scenario, spec: dict[str, Any], records: list[dict[str, Any]],
     return {"workers": spec["workers"], "arch": spec["arch"], "warmup": spec["warmup"],
             "label": label, "single_worker": single, "standalone": standalone, "links": links,
             "inputs": inputs, "notes": notes}
-
-
-# ----------------------------------------------------------------------------- torchrun
-
-
-def torchrun_plan(
-    model: str | None = None,
-    *,
-    hosts: list[str] | None = None,
-    out: str | Path | None = None,
-    compute: str = "emulated",
-    iterations: int = 20,
-    warmup: int = 3,
-    interface: str = "eth0",
-    **scenario: Any,
-) -> dict[str, Any]:
-    """Write ``OUT/spec.json`` and return the per-host torchrun command lines (no run here)."""
-    _check_options(compute, iterations, warmup, 60.0, "torchrun")
-    keys = ("workload", "cluster", "strategy", "batch_size", "device", "workers", "ps",
-            "placement", "arch", "sync", "staleness", "sharding", "overlap", "bucket_size",
-            "bandwidth", "latency")
-    unknown = sorted(set(scenario) - set(keys))
-    if unknown:
-        raise InputError(unknown[0], "is not a scenario option")
-    args = {k: scenario.get(k) for k in keys}
-    args["arch"] = args["arch"] or "ps"
-    args["sync"] = args["sync"] or "bsp"
-    args["sharding"] = args["sharding"] or "round_robin"
-    args["overlap"] = True if args["overlap"] is None else args["overlap"]
-    sc = _scenario(model, **args)  # type: ignore[arg-type]
-    model_name = _model_for_real(sc, model) if compute == "real" else None
-    spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
-                      model=model_name)
-    run_dir = _prepare_out(out)
-    spec["records"] = "records.jsonl"
-    write_atomic(run_dir / "spec.json", json.dumps(spec, indent=1) + "\n")
-    commands = torchrun_commands(spec, "spec.json", hosts, interface=interface)
-    return {"spec": str(run_dir / "spec.json"), "commands": commands,
-            "hosts": hosts_of(rank_table(spec)),
-            "compute": REAL_LABEL if compute == "real" else EMULATED_LABEL}
