@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ddlperf.errors import InputError
-from ddlperf.measure import cgroups, emulated, netns
+from ddlperf.measure import cgroups, emulated, netns, shaping
 from ddlperf.measure.emulated import EmulatedCluster, HostSpec
 from ddlperf.measure.probe import GOODPUT_FACTOR, expected_goodput, probe_flows
 from tests.conftest import netns_skip_reason
@@ -95,7 +95,36 @@ def test_names_and_addresses_stay_in_benchmark_range():
         cluster.ip("nobody")
 
 
+def test_buffer_bytes_is_time_at_the_rate_above_a_floor():
+    assert shaping.buffer_bytes(50 * MBPS, 0.02) == 125_000
+    assert shaping.buffer_bytes(0.1 * MBPS, 0.02) == shaping.MIN_BUFFER_BYTES
+    assert shaping.buffer_bytes(50 * MBPS, 0.02, floor=1_000_000) == 1_000_000
+    assert shaping.buffer_bytes(500 * MBPS, 0.02, floor=1_000_000) == 1_250_000
+
+
 # ------------------------------------------------------------------- root tests
+
+
+def _leaf_limits(ns: str, dev: str) -> dict[str, int]:
+    """bfifo handle → limit in bytes, read back from the kernel (``tc qdisc show``)."""
+    out = netns.tc(ns, "qdisc", "show", "dev", dev)
+    limits = {}
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) > 2 and words[1] == "bfifo":
+            value = words[words.index("limit") + 1]
+            limits[words[2]] = int(value.removesuffix("b"))  # tc prints these sizes in bytes
+    return limits
+
+
+@root
+@pytest.mark.root
+def test_switch_port_leaves_hold_a_switch_buffer_host_leaves_buffer_s(cluster3):
+    """Downlinks (switch ports) keep ≥ 1 MB per sender, a host's egress ~20 ms of its rate."""
+    port = _leaf_limits(cluster3.switch_namespace, cluster3.port("a"))
+    egress = _leaf_limits(cluster3.namespace("a"), emulated.HOST_DEV)
+    assert port and min(port.values()) == shaping.SWITCH_PORT_BUFFER_BYTES, port
+    assert egress and min(egress.values()) == 250_000, egress  # 20 ms at 100 Mbit
 
 
 @root

@@ -87,7 +87,7 @@ def up(
         float | None, typer.Option(help="CPU share of one core per host, e.g. 0.5.")
     ] = None,
     buffer: Annotated[
-        str, typer.Option(help="Queue per shaped link, as time at its rate.")
+        str, typer.Option(help="Queue per shaped link, as time at its rate (a switch port's per-sender queue holds at least 1 MB).")
     ] = "20ms",
     run_id: Annotated[str | None, typer.Option(help="Run id (default: random).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the state as JSON.")] = False,

@@ -124,7 +124,10 @@ def _check_real(sc: Scenario) -> None:
                          f"use --workers {cores} or --compute emulated")
 
 
-def _host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, float]) -> list[Any]:
+def _host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, float],
+                emulated: bool = True) -> list[Any]:
+    """Each host's line rates (and CPU quota); ``emulated``: refuse rates this machine cannot
+    drive (real machines under torchrun have real NICs)."""
     from ddlperf.measure.emulated import HostSpec
 
     cluster = sc.cluster
@@ -142,7 +145,7 @@ def _host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, flo
         else:
             group = group_of_worker[int(host[1:])]
             up, down = cluster.worker_up(group), cluster.worker_down(group)
-        for rate in (up, down):
+        for rate in (up, down) if emulated else ():
             if rate > limit:
                 raise InputError(
                     "--bandwidth", f"{format_bandwidth(rate)} on host {host} is more than this "

@@ -5,8 +5,19 @@ child class per destination (u32 match on the destination IP), so what a host se
 peers shares its uplink fairly — what a real sender's per-flow fair queueing (``fq``, the
 usual qdisc for BBR's pacing) does. Ingress of a host is shaped on the bridge-side veth the same
 way with one class per sender (u32 on the source IP), so senders share a receiver's downlink
-max-min fairly as the models assume. Leaves are small ``bfifo`` queues (~``buffer_s`` of the
-rate) so queueing delay stays short.
+max-min fairly as the models assume. Leaves are ``bfifo`` queues of ~``buffer_s`` of the rate,
+so queueing delay stays short.
+
+A switch's buffer is a number of bytes, not a time: shared-memory datacenter switches give a
+congested port a few hundred kB to several MB, whatever the link rate. At the slow emulated
+rates, ``buffer_s`` of the rate is far less (20 ms at 50 Mbit is 125 kB), while the senders'
+TCP windows do not shrink with the rate (BBR kept 90–230 segments in flight here). Four
+workers pushing into one PS at 50 Mbit then lost 36–53% of their pushed bytes to the receiver's
+per-sender leaves and iterations ran 16–25% longer than the loss-free models, which (like the
+seed papers' models and like the lossless or ECN-managed fabrics DL clusters run on) have no
+loss. So the per-sender leaves of a *downlink* (the switch port) hold at least
+``SWITCH_PORT_BUFFER_BYTES``; with it the same run resent nothing. A host's own egress keeps
+``buffer_s`` (what a sending host's per-flow queue holds; TCP small queues keep it short).
 
 Small packets (under 128 bytes: TCP ACKs, SYNs, control messages) go to a priority class on
 every shaped link. Without it, the ACKs of the flows in one direction of a full-duplex link
@@ -23,11 +34,12 @@ MTU_FRAME = 1514  # Ethernet frame without FCS, what HTB charges per full-size p
 MIN_BUFFER_BYTES = 16 * MTU_FRAME
 QUANTUM = 60_000  # equal DRR quantum: siblings borrow spare rate in equal shares
 DEFAULT_SHARE = 0.01  # guaranteed share of unmatched traffic (ARP) on a shaped downlink
+SWITCH_PORT_BUFFER_BYTES = 1_000_000  # least bytes a switch port's per-sender leaf holds
 
 
-def buffer_bytes(rate_bps: float, buffer_s: float) -> int:
-    """bfifo limit holding ~``buffer_s`` of traffic at ``rate_bps``, at least a few frames."""
-    return max(MIN_BUFFER_BYTES, int(rate_bps / 8.0 * buffer_s))
+def buffer_bytes(rate_bps: float, buffer_s: float, floor: int = MIN_BUFFER_BYTES) -> int:
+    """bfifo limit holding ~``buffer_s`` of traffic at ``rate_bps``, at least ``floor`` bytes."""
+    return max(floor, int(rate_bps / 8.0 * buffer_s))
 
 
 def _bits(rate_bps: float) -> str:
@@ -82,12 +94,13 @@ def _filter(ns: str, dev: str, prio: str, match: list[str], flowid: str) -> None
 
 
 def _shape(
-    ns: str, dev: str, rate_bps: float, peers: list[str], direction: str, buffer_s: float
+    ns: str, dev: str, rate_bps: float, peers: list[str], direction: str, buffer_s: float,
+    floor: int = MIN_BUFFER_BYTES,
 ) -> None:
     """Parent class at ``rate_bps``; an ACK class; one fair class per peer (``src``/``dst``)."""
     tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2")
     _class(ns, dev, "1:", "1:1", rate_bps, rate_bps)
-    limit = buffer_bytes(rate_bps, buffer_s)
+    limit = buffer_bytes(rate_bps, buffer_s, floor)
     default_rate = rate_bps * DEFAULT_SHARE
     _class(ns, dev, "1:1", "1:2", default_rate, rate_bps)
     _leaf(ns, dev, "1:2", "2:", limit)
@@ -115,5 +128,6 @@ def shape_egress(
 def shape_ingress(
     ns: str, dev: str, rate_bps: float, sender_ips: list[str], buffer_s: float
 ) -> None:
-    """Limit what ``dev`` delivers to its host to ``rate_bps``, one fair class per sender IP."""
-    _shape(ns, dev, rate_bps, sender_ips, "src", buffer_s)
+    """Limit what ``dev`` delivers to its host to ``rate_bps``, one fair class per sender IP
+    (leaves of at least :data:`SWITCH_PORT_BUFFER_BYTES`: a switch port's buffer)."""
+    _shape(ns, dev, rate_bps, sender_ips, "src", buffer_s, SWITCH_PORT_BUFFER_BYTES)

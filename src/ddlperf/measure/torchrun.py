@@ -28,6 +28,7 @@ from ddlperf.measure.records import read_records, summarize, write_summary
 from ddlperf.measure.run import (
     _check_options,
     _context,
+    _host_specs,
     _model_for_real,
     _prepare_out,
     _scenario,
@@ -163,27 +164,6 @@ def nic_check(records: list[dict[str, Any]]) -> dict[str, Any]:
             "note": "NIC counters of GLOO_SOCKET_IFNAME per worker; a lower bound on a real host"}
 
 
-class _Host:
-    """A host's configured line rates, for the utilization estimate."""
-
-    def __init__(self, name: str, uplink_bps: float, downlink_bps: float) -> None:
-        self.name, self.uplink_bps, self.downlink_bps = name, uplink_bps, downlink_bps
-        self.cpu_quota = None
-
-
-def _hosts(sc: Any, table: list[dict[str, Any]]) -> list[_Host]:
-    cluster = sc.cluster
-    group_of_worker = [g for g in cluster.workers for _ in range(g.count)]
-    out = []
-    for host in hosts_of(table):
-        if host.startswith("ps"):
-            out.append(_Host(host, cluster.ps_up(), cluster.ps_down()))
-        else:
-            group = group_of_worker[int(host[1:])]
-            out.append(_Host(host, cluster.worker_up(group), cluster.worker_down(group)))
-    return out
-
-
 def summarize_torchrun(directory: str | Path) -> Prediction:
     """Merge the hosts' ``records-<host>.jsonl`` in ``directory`` (next to the ``spec.json``
     and ``scenario.json`` that :func:`torchrun_plan` wrote) into ``measurement.json``."""
@@ -203,8 +183,9 @@ def summarize_torchrun(directory: str | Path) -> Prediction:
                          "regenerate it with --launcher torchrun") from None
     records = gather_records(run_dir, hosts_of(table))
     wire = nic_check(records)
-    context = _context(sc, spec, records, {}, None, _hosts(sc, table), wire, {}, run_dir,
-                       "torchrun", 0, launcher="torchrun")
+    hosts = _host_specs(sc, table, {}, emulated=False)
+    context = _context(sc, spec, records, {}, None, hosts, wire, {}, run_dir, "torchrun", 0,
+                       launcher="torchrun")
     context["inputs"]["measure"]["records"] = [records_file(h) for h in hosts_of(table)]
     try:
         measurement = summarize(records, context)
