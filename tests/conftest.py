@@ -44,6 +44,21 @@ def netns_skip_reason() -> str | None:
     return None
 
 
+def leftovers(rid: str) -> list[str]:
+    """Everything of emulated-cluster run ``rid`` that still exists: namespaces, cgroup, state
+    file, links."""
+    from ddlperf.measure import cgroups, emulated, netns
+
+    found = [ns for ns in netns.list_netns() if emulated.run_id_of_netns(ns) == rid]
+    if (cgroups.CPU_ROOT / f"{emulated.CGROUP_PREFIX}{rid}").exists():
+        found.append("cgroup")
+    if (emulated.STATE_DIR / f"{rid}.json").exists():
+        found.append("state file")
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    found += [line for line in links.splitlines() if rid in line]
+    return found
+
+
 def assert_one_line_error(result, *needles: str) -> None:
     """A CLI result that failed the way bad input must: exit 2, one ``error:`` line, no trace."""
     assert result.exit_code == 2, (result.exit_code, result.output)

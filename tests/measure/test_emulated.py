@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from ddlperf.errors import InputError
-from ddlperf.measure import cgroups, emulated, netns, shaping
+from ddlperf.measure import emulated, netns, shaping
 from ddlperf.measure.emulated import EmulatedCluster, HostSpec
 from ddlperf.measure.probe import GOODPUT_FACTOR, expected_goodput, probe_flows
-from tests.conftest import netns_skip_reason
+from tests.conftest import leftovers, netns_skip_reason
 
 MBPS = 1e6
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -29,18 +29,6 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 _SKIP = netns_skip_reason()
 root = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
-
-
-def leftovers(rid: str) -> list[str]:
-    """Everything of run ``rid`` that still exists anywhere."""
-    found = [ns for ns in netns.list_netns() if emulated.run_id_of_netns(ns) == rid]
-    if (cgroups.CPU_ROOT / f"{emulated.CGROUP_PREFIX}{rid}").exists():
-        found.append("cgroup")
-    if (emulated.STATE_DIR / f"{rid}.json").exists():
-        found.append("state file")
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    found += [line for line in links.splitlines() if rid in line]
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 from ddlperf.api import predict
-from ddlperf.measure import cgroups, emulated, netns
 from ddlperf.measure.launcher import RunFailed
 from ddlperf.measure.records import read_records
 from ddlperf.measure.run import measure
-from tests.conftest import netns_skip_reason
+from tests.conftest import leftovers, netns_skip_reason
 
 pytest.importorskip("torch")
 
@@ -36,16 +35,6 @@ WORKLOAD = {
                 "tensors": [{"name": f"l{i}.w", "bytes": TENSOR_BYTES}]} for i in range(LAYERS)],
 }
 RATE = "200Mbps"
-
-
-def leftovers(rid: str) -> list[str]:
-    """Everything of run ``rid`` that still exists (namespaces, cgroup, state, processes)."""
-    found = [ns for ns in netns.list_netns() if emulated.run_id_of_netns(ns) == rid]
-    if (cgroups.CPU_ROOT / f"{emulated.CGROUP_PREFIX}{rid}").exists():
-        found.append("cgroup")
-    if (emulated.STATE_DIR / f"{rid}.json").exists():
-        found.append("state file")
-    return found
 
 
 def _trainers_of(out: Path) -> bytes:
