@@ -144,6 +144,12 @@ def test_summary_bottleneck_compute_and_straggler() -> None:
     assert m.workers[1].wait_s == pytest.approx(0.7)
 
 
+def test_a_ring_link_bottleneck_is_named_like_the_predictors_name_it() -> None:
+    records = [_iteration(n, t, t, 1.0, compute=0.2) for t in range(4) for n in ("w0", "w1")]
+    assert rec.summarize(records, _context("allreduce")).bottleneck == "ring (ps0 downlink)"
+    assert rec.summarize(records, _context("ps")).bottleneck == "ps0 downlink"
+
+
 def test_summary_is_written_atomically_and_reads_back(tmp_path: Path) -> None:
     records = [_iteration(n, t, t, 1.0) for t in range(3) for n in ("w0", "w1")]
     m = rec.summarize(records, _context())

@@ -62,10 +62,13 @@ def measure(
     warmup: Annotated[int, typer.Option(help="warm-up iterations, excluded from the summary")] = 3,
     out: Annotated[Path | None, typer.Option(help="output directory (records.jsonl, measurement.json, logs); default ./ddlperf-measure-DATE-TIME")] = None,
     timeout: Annotated[float, typer.Option(help="seconds a rank may go without finishing an iteration (start-up: at least 60 s)")] = 60.0,
-    launcher: Annotated[str, typer.Option(help="emulated (run here, needs root) or torchrun (print per-host commands)")] = "emulated",
+    launcher: Annotated[str, typer.Option(help="emulated (run here, needs root) or torchrun (print per-host commands; with --run: run them over ssh)")] = "emulated",
     hosts: Annotated[str | None, typer.Option(help="torchrun: real host names, comma-separated, in rank-table order")] = None,
     interface: Annotated[str, typer.Option(help="torchrun: network interface for gloo (GLOO_SOCKET_IFNAME)")] = "eth0",
     master_port: Annotated[int, typer.Option(help="torchrun: rendezvous port on the first host")] = 29500,
+    run: Annotated[bool, typer.Option("--run", help="torchrun: start the commands on --hosts over ssh, copy the records back and summarize")] = False,
+    ssh: Annotated[str, typer.Option(help="torchrun --run: the ssh client command")] = "ssh -o BatchMode=yes",
+    remote_dir: Annotated[str | None, typer.Option(help="torchrun --run: working directory on the hosts (one subdirectory per role); default /tmp/ddlperf-<out name>")] = None,
     summarize: Annotated[Path | None, typer.Option(help="torchrun: summarize a finished run — the --out directory with every host's records-<host>.jsonl copied back; writes measurement.json there")] = None,
     cpu_quota: Annotated[list[str] | None, typer.Option(help="HOST=FRACTION of one core via cgroup, repeatable, e.g. w1=0.5")] = None,
     probe: Annotated[bool, typer.Option(help="probe every link's goodput before the run")] = True,
@@ -93,9 +96,27 @@ def measure(
         if cpu_quota:
             raise InputError("--cpu-quota", "only applies to --launcher emulated")
         host_list = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else None
+        if run and not host_list:
+            raise InputError("--run", "needs the machines to run on",
+                             "give --hosts, one per role, comma-separated")
         plan = torchrun.torchrun_plan(model, hosts=host_list, out=out, compute=compute,
                                       iterations=iterations, warmup=warmup,
                                       interface=interface, port=master_port, **scenario)
+        if run:
+            from ddlperf.measure.remote import STARTUP_S, run_over_ssh
+
+            run_dir = Path(plan["spec"]).parent
+            try:
+                result = run_over_ssh(
+                    plan, host_list or [], ssh=ssh,
+                    remote_dir=remote_dir or f"/tmp/ddlperf-{run_dir.resolve().name}",
+                    deadline_s=STARTUP_S + timeout * (iterations + warmup + 1),
+                    progress=_progress)
+            except RunFailed as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                raise typer.Exit(1) from None
+            _show(result, json_output)
+            return
         if json_output:
             print_json({"spec": plan["spec"], "compute": plan["compute"],
                         "commands": [{"host": h, "command": c} for h, c in plan["commands"]]})
@@ -112,8 +133,9 @@ def measure(
                    f"{', '.join(plan['records'])} into {run_dir} and run: "
                    f"ddlperf measure --summarize {run_dir}")
         return
-    if hosts:
-        raise InputError("--hosts", "only applies to --launcher torchrun")
+    for flag, given in (("--hosts", hosts), ("--run", run), ("--remote-dir", remote_dir)):
+        if given:
+            raise InputError(flag, "only applies to --launcher torchrun")
     if launcher != "emulated":
         raise InputError("--launcher", f"unknown launcher {launcher!r}", "use emulated or torchrun")
     try:

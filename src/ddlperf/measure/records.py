@@ -193,6 +193,8 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     for name, its in steady.items():
         percentiles[f"iteration_time_s.{name}"] = spread([float(r["duration_s"]) for r in its])
     bottleneck = _bottleneck(workers, resources)
+    if context["arch"] == "allreduce" and bottleneck in {r.name for r in resources}:
+        bottleneck = f"ring ({bottleneck})"  # named as the predictors name it
     return Prediction(
         method="measured",
         iteration_time_s=period,

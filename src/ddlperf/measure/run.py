@@ -66,7 +66,7 @@ class WireCheckFailed(RunFailed):
 # ----------------------------------------------------------------------------- inputs
 
 
-def _scenario(
+def resolve_scenario(
     model: str | None, workload: Workload | str | Path | dict[str, Any] | None,
     cluster: Cluster | str | Path | dict[str, Any] | None, strategy: Strategy | None,
     batch_size: int | None, device: str | None, workers: int | None, ps: int | None,
@@ -89,7 +89,7 @@ def _scenario(
     return resolve(the_workload, the_cluster, strategy)
 
 
-def _check_options(compute: str, iterations: int, warmup: int, timeout: float,
+def check_options(compute: str, iterations: int, warmup: int, timeout: float,
                    launcher: str) -> None:
     if compute not in COMPUTE_MODES:
         raise InputError("--compute", f"unknown compute mode {compute!r}",
@@ -105,7 +105,7 @@ def _check_options(compute: str, iterations: int, warmup: int, timeout: float,
         raise InputError("--timeout", f"must be between 1 and 86400 seconds, got {timeout!r}")
 
 
-def _model_for_real(sc: Scenario, model: str | None) -> str:
+def model_for_real(sc: Scenario, model: str | None) -> str:
     name = model or sc.workload.provenance.get("model")
     from ddlperf.workload import zoo
 
@@ -124,7 +124,7 @@ def _check_real(sc: Scenario) -> None:
                          f"use --workers {cores} or --compute emulated")
 
 
-def _host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, float],
+def host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, float],
                 emulated: bool = True) -> list[Any]:
     """Each host's line rates (and CPU quota); ``emulated``: refuse rates this machine cannot
     drive (real machines under torchrun have real NICs)."""
@@ -155,7 +155,7 @@ def _host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, flo
     return specs
 
 
-def _prepare_out(out: str | Path | None) -> Path:
+def prepare_out(out: str | Path | None) -> Path:
     default = f"ddlperf-measure-{time.strftime('%Y%m%d-%H%M%S')}"
     path = Path(out) if out is not None else Path(default)
     return prepare_output_dir(path, "--out", ("records.jsonl", "measurement.json", "spec.json"),
@@ -208,23 +208,23 @@ def measure(
     """
     from ddlperf.measure.emulated import EmulatedCluster, require_root
 
-    _check_options(compute, iterations, warmup, timeout, "emulated")
-    sc = _scenario(model, workload, cluster, strategy, batch_size, device, workers, ps,
+    check_options(compute, iterations, warmup, timeout, "emulated")
+    sc = resolve_scenario(model, workload, cluster, strategy, batch_size, device, workers, ps,
                    placement, arch, sync, staleness, sharding, overlap, bucket_size, bandwidth,
                    latency)
-    model_name = _model_for_real(sc, model) if compute == "real" else None
+    model_name = model_for_real(sc, model) if compute == "real" else None
     if compute == "real":
         _check_real(sc)
     spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
                       model=model_name)
     table = rank_table(spec)
-    hosts = _host_specs(sc, table, dict(cpu_quota or {}))
+    hosts = host_specs(sc, table, dict(cpu_quota or {}))
     if len(hosts) < 2:
         raise InputError("--workers", "a measurement needs at least two hosts",
                          "use --workers 2 or more (or a PS)")
     require_root()
     say = progress or (lambda _msg: None)
-    run_dir = _prepare_out(out)
+    run_dir = prepare_out(out)
     records = run_dir / "records.jsonl"
     spec.update(records=str(records), status_dir=str(run_dir / "status"),
                 op_timeout_s=max(600.0, 4 * timeout))
@@ -277,8 +277,8 @@ def measure(
         durations["total_s"] = time.monotonic() - began
     wire = wire_check(spec, ports_before, ports_after)
     all_records, skipped = read_records(records)
-    context = _context(sc, spec, all_records, probed, single, hosts, wire, durations, run_dir,
-                       run_id, skipped)
+    context = measurement_context(sc, spec, all_records, probed, single, hosts, wire,
+                                  durations, run_dir, run_id, skipped)
     measurement = summarize(all_records, context)
     append_record(records, {"type": "end", "name": "launcher", "time": time.time(),
                             "iteration_time_s": measurement.iteration_time_s,
@@ -370,10 +370,12 @@ def _single_real(net: Any, spec: dict[str, Any], spec_path: Path, hosts: list[An
                       "(real CPU compute, no communication, local SGD step)"}
 
 
-def _context(sc: Scenario, spec: dict[str, Any], records: list[dict[str, Any]],
-             probed: dict[str, Any], single: dict[str, Any] | None, hosts: list[Any],
-             wire: dict[str, Any], durations: dict[str, float], run_dir: Path, run_id: str,
-             skipped: int, launcher: str = "emulated") -> dict[str, Any]:
+def measurement_context(
+    sc: Scenario, spec: dict[str, Any], records: list[dict[str, Any]], probed: dict[str, Any],
+    single: dict[str, Any] | None, hosts: list[Any], wire: dict[str, Any],
+    durations: dict[str, float], run_dir: Path, run_id: str, skipped: int,
+    launcher: str = "emulated",
+) -> dict[str, Any]:
     """What :func:`~ddlperf.measure.records.summarize` needs besides the records; shared by
     the emulated launcher and the summary of a torchrun run (no probe, no bridge ports)."""
     from ddlperf.predictors.analytic import describe_inputs

@@ -26,13 +26,13 @@ from ddlperf.io import write_atomic
 from ddlperf.measure.launcher import MASTER_PORT, torchrun_commands
 from ddlperf.measure.records import read_records, summarize, write_summary
 from ddlperf.measure.run import (
-    _check_options,
-    _context,
-    _host_specs,
-    _model_for_real,
-    _prepare_out,
-    _scenario,
     build_spec,
+    check_options,
+    host_specs,
+    measurement_context,
+    model_for_real,
+    prepare_out,
+    resolve_scenario,
 )
 from ddlperf.measure.trainer_common import EMULATED_LABEL, REAL_LABEL, hosts_of, rank_table
 from ddlperf.prediction import Prediction
@@ -69,7 +69,7 @@ def torchrun_plan(
     lines (nothing runs here). ``port``: the rendezvous port on the first host."""
     if not 1 <= port <= 65535:
         raise InputError("--master-port", f"must be a TCP port (1–65535), got {port}")
-    _check_options(compute, iterations, warmup, 60.0, "torchrun")
+    check_options(compute, iterations, warmup, 60.0, "torchrun")
     unknown = sorted(set(scenario) - set(SCENARIO_KEYS))
     if unknown:
         raise InputError(unknown[0], "is not a scenario option")
@@ -78,11 +78,11 @@ def torchrun_plan(
     args["sync"] = args["sync"] or "bsp"
     args["sharding"] = args["sharding"] or "round_robin"
     args["overlap"] = True if args["overlap"] is None else args["overlap"]
-    sc = _scenario(model, **args)  # type: ignore[arg-type]
-    model_name = _model_for_real(sc, model) if compute == "real" else None
+    sc = resolve_scenario(model, **args)  # type: ignore[arg-type]
+    model_name = model_for_real(sc, model) if compute == "real" else None
     spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
                       model=model_name)
-    run_dir = _prepare_out(out)
+    run_dir = prepare_out(out)
     spec["records"] = "records.jsonl"
     commands = torchrun_commands(spec, SPEC_FILE, hosts, port=port, interface=interface)
     resolved = {"workload": sc.workload.to_dict(), "cluster": sc.cluster.to_dict(),
@@ -183,9 +183,9 @@ def summarize_torchrun(directory: str | Path) -> Prediction:
                          "regenerate it with --launcher torchrun") from None
     records = gather_records(run_dir, hosts_of(table))
     wire = nic_check(records)
-    hosts = _host_specs(sc, table, {}, emulated=False)
-    context = _context(sc, spec, records, {}, None, hosts, wire, {}, run_dir, "torchrun", 0,
-                       launcher="torchrun")
+    hosts = host_specs(sc, table, {}, emulated=False)
+    context = measurement_context(sc, spec, records, {}, None, hosts, wire, {}, run_dir,
+                                  "torchrun", 0, launcher="torchrun")
     context["inputs"]["measure"]["records"] = [records_file(h) for h in hosts_of(table)]
     try:
         measurement = summarize(records, context)

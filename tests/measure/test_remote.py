@@ -1,0 +1,126 @@
+"""``--launcher torchrun --run``: the per-host commands started over ssh, records copied back.
+
+There is no sshd on this machine, so the ssh client is a stand-in (``--ssh``) that runs the
+remote shell line here in its own session, as sshd would on the host; everything past it is
+real — three torchrun nodes on loopback, spec and records travelling through ssh's pipes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import ddlperf.cli  # noqa: F401  (registers the commands)
+from ddlperf.cli.app import app
+from ddlperf.measure.remote import ssh_argv
+from tests.conftest import assert_one_line_error
+
+pytest.importorskip("torch")
+needs_torchrun = pytest.mark.skipif(shutil.which("torchrun") is None,
+                                    reason="torchrun not installed")
+runner = CliRunner()
+WORKLOAD = {
+    "format": "ddlperf.workload/1", "name": "tiny", "batch_size": 8, "device": "V100",
+    "layers": [{"name": f"l{i}", "forward_s": 0.004, "backward_s": 0.008,
+                "tensors": [{"name": f"l{i}.w", "bytes": 100_000}]} for i in range(3)],
+}
+SSH_STAND_IN = '''
+import subprocess, sys
+args = sys.argv[1:]
+while args and args[0].startswith("-"):
+    flag = args.pop(0)
+    if flag in ("-o", "-i", "-p", "-l"):
+        args.pop(0)
+host, command = args[0], " ".join(args[1:])
+with open(sys.argv[0] + ".hosts", "a") as seen:
+    seen.write(host + "\\n")
+sys.exit(subprocess.call(["bash", "-c", command]))
+'''
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ssh(tmp_path: Path) -> Path:
+    path = tmp_path / "ssh-stand-in.py"
+    path.write_text(SSH_STAND_IN)
+    return path
+
+
+def _run(tmp_path: Path, ssh: Path | str, *extra: str,
+         hosts: str = "127.0.0.1,127.0.0.1,127.0.0.1"):
+    if isinstance(ssh, Path):
+        ssh = f"{sys.executable} {ssh} -o BatchMode=yes"
+    wl = tmp_path / "wl.json"
+    wl.write_text(json.dumps(WORKLOAD))
+    return runner.invoke(app, [
+        "measure", "--workload", str(wl), "--workers", "2", "--launcher", "torchrun",
+        "--hosts", hosts, "--interface", "lo", "--master-port", str(_free_port()),
+        "--iterations", "3", "--warmup", "1", "--out", str(tmp_path / "run"), "--run",
+        "--ssh", ssh,
+        "--remote-dir", str(tmp_path / "remote"), *extra])
+
+
+@needs_torchrun
+def test_run_over_ssh_measures_and_keeps_every_hosts_records(tmp_path: Path, ssh: Path) -> None:
+    result = _run(tmp_path, ssh, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["kind"] == "measurement"
+    assert data["inputs"]["measure"]["launcher"] == "torchrun"
+    assert data["inputs"]["measure"]["wire_check"]["ok"]
+    assert [w["name"] for w in data["workers"]] == ["w0", "w1"]
+    run, remote = tmp_path / "run", tmp_path / "remote"
+    for role in ("w0", "w1", "ps0"):
+        assert (remote / role / "spec.json").read_bytes() == (run / "spec.json").read_bytes()
+        assert (run / f"records-{role}.jsonl").read_text() == (
+            remote / role / f"records-{role}.jsonl").read_text()
+        assert (run / "logs" / f"{role}.log").is_file()
+    assert (run / "measurement.json").is_file()
+    # upload, run and fetch per host, each through ssh to the named machine
+    assert Path(f"{ssh}.hosts").read_text().split() == ["127.0.0.1"] * 9
+
+
+@needs_torchrun
+def test_a_failing_node_is_named_and_its_records_are_kept(tmp_path: Path, ssh: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDLPERF_FAULT", "w1:crash@2")
+    result = _run(tmp_path, ssh)
+    assert result.exit_code == 1, result.output
+    assert "w1 on 127.0.0.1 exited with status" in result.stderr
+    assert "Traceback" not in result.stderr
+    run = tmp_path / "run"
+    kept = [json.loads(line) for line in (run / "records-w1.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in kept if r.get("type") == "iteration"] == [0, 1]
+    assert not (run / "measurement.json").exists()
+
+
+def test_an_unreachable_host_is_named(tmp_path: Path) -> None:
+    result = _run(tmp_path, "false")
+    assert result.exit_code == 1
+    assert "ssh to 127.0.0.1 failed" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--launcher", "torchrun", "--run"], "--run"),
+    (["--run"], "--run"),
+    (["--remote-dir", "/tmp/x"], "--remote-dir"),
+])
+def test_run_needs_torchrun_and_hosts(args: list[str], needle: str) -> None:
+    assert_one_line_error(runner.invoke(app, ["measure", *args]), needle)
+
+
+def test_ssh_command_is_split_like_a_shell() -> None:
+    assert ssh_argv("ssh -p 2222 -i 'my key'", "gpu1", "cd /x && ls", terminal=True) == [
+        "ssh", "-p", "2222", "-i", "my key", "-tt", "gpu1", "cd /x && ls"]
+    with pytest.raises(Exception, match="--ssh"):
+        ssh_argv("ssh 'unclosed", "h", "ls")
