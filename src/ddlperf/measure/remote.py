@@ -29,6 +29,7 @@ from typing import Any
 from ddlperf.errors import InputError
 from ddlperf.io import write_atomic
 from ddlperf.measure.launcher import RunFailed
+from ddlperf.measure.records import read_records
 from ddlperf.measure.torchrun import SPEC_FILE, records_file, summarize_torchrun
 from ddlperf.prediction import Prediction
 
@@ -102,6 +103,7 @@ def run_over_ssh(
         say(f"{machine} ({role}): writing {directories[role]}/{SPEC_FILE}")
         _upload(ssh, machine, directories[role], spec)
     running: list[tuple[str, str, subprocess.Popen[bytes], Path]] = []
+    failure: RunFailed | None = None
     try:
         for (role, machine), (_label, command) in zip(zip(roles, machines), plan["commands"]):
             log = logs / f"{role}.log"
@@ -112,14 +114,35 @@ def run_over_ssh(
                                         stderr=subprocess.STDOUT, start_new_session=True)
             running.append((role, machine, proc, log))
         say(f"running torchrun on {len(running)} hosts")
-        _wait(running, deadline_s)
+        try:
+            _wait(running, deadline_s)
+        except RunFailed as exc:
+            failure = exc
     finally:
         for _role, _machine, proc, _log in running:
             _stop(proc)
         for role, machine in zip(roles, machines):
             if _fetch(ssh, machine, directories[role], records_file(role), run_dir):
                 say(f"{machine} ({role}): copied {records_file(role)}")
+    if failure is not None:
+        raise _culprit(failure, running, run_dir) from None
     return summarize_torchrun(run_dir)
+
+
+def _culprit(failure: RunFailed, running: list[tuple[str, str, subprocess.Popen[bytes], Path]],
+             run_dir: Path) -> RunFailed:
+    """The node that failed on its own, from the error records the ranks wrote (the others
+    fail next, because a peer went away, and may exit first); else the first one seen."""
+    errors = []
+    for role, machine, proc, log in running:
+        records, _skipped = read_records(run_dir / records_file(role))
+        errors += [(bool(r.get("peer")), float(r.get("time", 0.0)), role, machine, proc, log, r)
+                   for r in records if r.get("type") == "error"]
+    if not errors:
+        return failure
+    _peer, _time, role, machine, proc, log, record = min(errors, key=lambda e: e[:2])
+    return RunFailed(f"{role} on {machine} exited with status {proc.returncode}: "
+                     f"{record.get('error', '?')} (log: {log})", role)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
