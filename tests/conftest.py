@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -80,3 +81,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "root" in item.keywords and not root:
             item.add_marker(pytest.mark.skip(reason="needs root (network namespaces, tc)"))
+
+
+needs_torchrun = pytest.mark.skipif(shutil.which("torchrun") is None,
+                                    reason="torchrun not installed")
+
+
+def tiny_workload_dict(tensor_bytes: int) -> dict:
+    """Three layers of 4 ms + 8 ms, one tensor each: a quick run of real torchrun nodes."""
+    return {
+        "format": "ddlperf.workload/1", "name": "tiny", "batch_size": 8, "device": "V100",
+        "layers": [{"name": f"l{i}", "forward_s": 0.004, "backward_s": 0.008,
+                    "tensors": [{"name": f"l{i}.w", "bytes": tensor_bytes}]} for i in range(3)],
+    }
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (for a torchrun rendezvous)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -7,8 +7,6 @@ real — three torchrun nodes on loopback, spec and records travelling through s
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 import sys
 from pathlib import Path
 
@@ -18,17 +16,11 @@ from typer.testing import CliRunner
 import ddlperf.cli  # noqa: F401  (registers the commands)
 from ddlperf.cli.app import app
 from ddlperf.measure.remote import ssh_argv
-from tests.conftest import assert_one_line_error
+from tests.conftest import assert_one_line_error, free_port, needs_torchrun, tiny_workload_dict
 
 pytest.importorskip("torch")
-needs_torchrun = pytest.mark.skipif(shutil.which("torchrun") is None,
-                                    reason="torchrun not installed")
 runner = CliRunner()
-WORKLOAD = {
-    "format": "ddlperf.workload/1", "name": "tiny", "batch_size": 8, "device": "V100",
-    "layers": [{"name": f"l{i}", "forward_s": 0.004, "backward_s": 0.008,
-                "tensors": [{"name": f"l{i}.w", "bytes": 100_000}]} for i in range(3)],
-}
+WORKLOAD = tiny_workload_dict(100_000)
 SSH_STAND_IN = '''
 import subprocess, sys
 args = sys.argv[1:]
@@ -41,12 +33,6 @@ with open(sys.argv[0] + ".hosts", "a") as seen:
     seen.write(host + "\\n")
 sys.exit(subprocess.call(["bash", "-c", command]))
 '''
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -64,7 +50,7 @@ def _run(tmp_path: Path, ssh: Path | str, *extra: str,
     wl.write_text(json.dumps(WORKLOAD))
     return runner.invoke(app, [
         "measure", "--workload", str(wl), "--workers", "2", "--launcher", "torchrun",
-        "--hosts", hosts, "--interface", "lo", "--master-port", str(_free_port()),
+        "--hosts", hosts, "--interface", "lo", "--master-port", str(free_port()),
         "--iterations", "3", "--warmup", "1", "--out", str(tmp_path / "run"), "--run",
         "--ssh", ssh,
         "--remote-dir", str(tmp_path / "remote"), *extra])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -18,24 +17,12 @@ from ddlperf.cli.app import app
 from ddlperf.measure.records import read_records
 from ddlperf.measure.torchrun import nic_check, summarize_torchrun
 from ddlperf.prediction import Prediction
-from tests.conftest import assert_one_line_error
+from tests.conftest import assert_one_line_error, free_port, needs_torchrun, tiny_workload_dict
 
 pytest.importorskip("torch")
-needs_torchrun = pytest.mark.skipif(shutil.which("torchrun") is None,
-                                    reason="torchrun not installed")
 runner = CliRunner()
-WORKLOAD = {
-    "format": "ddlperf.workload/1", "name": "tiny", "batch_size": 8, "device": "V100",
-    "layers": [{"name": f"l{i}", "forward_s": 0.004, "backward_s": 0.008,
-                "tensors": [{"name": f"l{i}.w", "bytes": 200_000}]} for i in range(3)],
-}
+WORKLOAD = tiny_workload_dict(200_000)
 ITERATIONS, WARMUP = 3, 1
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _plan(tmp_path: Path, *extra: str, hosts: int = 3) -> tuple[Path, dict]:
@@ -45,7 +32,7 @@ def _plan(tmp_path: Path, *extra: str, hosts: int = 3) -> tuple[Path, dict]:
     result = runner.invoke(app, [
         "measure", "--workload", str(wl), "--workers", "2", "--launcher", "torchrun",
         "--hosts", ",".join(["127.0.0.1"] * hosts), "--interface", "lo",
-        "--master-port", str(_free_port()), "--iterations", str(ITERATIONS),
+        "--master-port", str(free_port()), "--iterations", str(ITERATIONS),
         "--warmup", str(WARMUP), "--out", str(out), "--json", *extra])
     assert result.exit_code == 0, result.output
     return out, json.loads(result.stdout)

@@ -359,7 +359,7 @@ def _crash(ranks: list[_Rank], failed: list[_Rank], errors: dict[str, dict[str, 
     code = culprit.proc.returncode
     what = (f"killed by signal {-code}" if code is not None and code < 0
             else f"exited with status {code}")
-    detail = errors.get(name, {}).get("error") or _last_line(culprit.log)
+    detail = errors.get(name, {}).get("error") or last_line(culprit.log)
     message = f"rank {name} ({culprit.entry['role']} on host {culprit.entry['host']}) {what}"
     if detail:
         message += f": {detail}"
@@ -392,7 +392,8 @@ def _hang(active: list[_Rank], stale: list[_Rank], status_dir: Path, timeout: fl
     return RunFailed(message, name)
 
 
-def _last_line(path: Path) -> str:
+def last_line(path: Path) -> str:
+    """The last non-empty line of a log (for naming what went wrong)."""
     try:
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:

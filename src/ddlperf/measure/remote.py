@@ -28,7 +28,7 @@ from typing import Any
 
 from ddlperf.errors import InputError
 from ddlperf.io import write_atomic
-from ddlperf.measure.launcher import RunFailed
+from ddlperf.measure.launcher import RunFailed, last_line
 from ddlperf.measure.records import read_records
 from ddlperf.measure.torchrun import SPEC_FILE, records_file, summarize_torchrun
 from ddlperf.prediction import Prediction
@@ -47,14 +47,6 @@ def ssh_argv(ssh: str, host: str, command: str, *, terminal: bool = False) -> li
     if not base:
         raise InputError("--ssh", "is empty", f"e.g. --ssh '{DEFAULT_SSH}'")
     return [*base, *(["-tt"] if terminal else []), host, command]
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return lines[-1].strip() if lines else ""
 
 
 def _upload(ssh: str, host: str, directory: str, spec: bytes) -> None:
@@ -170,7 +162,7 @@ def _wait(running: list[tuple[str, str, subprocess.Popen[bytes], Path]],
         if failed:
             role, machine, code, log = failed[0]
             raise RunFailed(f"{role} on {machine} exited with status {code}: "
-                            f"{_last_line(log) or 'no output'} (log: {log})", role)
+                            f"{last_line(log) or 'no output'} (log: {log})", role)
         if all(c == 0 for _r, _m, c, _l in codes):
             return
         if time.monotonic() - began > deadline_s:
