@@ -254,3 +254,13 @@ def test_fault_hook_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert fault_for("w1") == ("crash", 3)
     assert fault_for("ps0") == ("hang", 0)
     assert fault_for("w0") is None
+
+
+def test_links_faster_than_configured_are_called_out() -> None:
+    records = [_iteration(n, t, t, 0.1, compute=0.02) for t in range(4) for n in ("w0", "w1")]
+    m = rec.summarize(records, _context())  # 8 MB per 0.1 s through a 10 MB/s link
+    assert max(r.utilization for r in m.resources) == pytest.approx(8.0)
+    assert any("ps0 downlink carried 800% of its configured rate" in n for n in m.notes)
+    calm = rec.summarize([_iteration(n, t, t, 1.0) for t in range(4) for n in ("w0", "w1")],
+                         _context())
+    assert not any("configured rate" in n for n in calm.notes)

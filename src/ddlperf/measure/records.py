@@ -34,6 +34,7 @@ from ddlperf.io import write_atomic
 from ddlperf.prediction import Prediction, ResourceUse, WorkerResult
 
 COMPUTE_BOUND_SHARE = 0.05  # below this share of the iteration, communication is not the story
+OVER_RATE = 1.05  # above this a link carried more than its configured rate allows
 QUANTILES = {"p5": 0.05, "p25": 0.25, "p50": 0.5, "p75": 0.75, "p95": 0.95}
 
 
@@ -184,6 +185,13 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     mean = lambda key: sum(getattr(w, key) for w in workers) / count  # noqa: E731
     period = mean("iteration_time_s")
     resources = _resources(context.get("links", {}), medians, period)
+    over = [r for r in resources if r.utilization > OVER_RATE]
+    if over:
+        busiest = max(over, key=lambda r: r.utilization)
+        notes.append(f"{busiest.name} carried {busiest.utilization:.0%} of its configured rate "
+                     "(and others above 100%): the links are faster than configured, so "
+                     "utilization and a link bottleneck are not meaningful — give the real "
+                     "line rates (--bandwidth or --config)")
     single = dict(context["single_worker"])
     standalone = context.get("standalone") or {}
     standalone_sum = sum(standalone.get(w.name, single["throughput_samples_per_s"])
