@@ -83,8 +83,8 @@ def test_a_failing_node_is_named_and_its_records_are_kept(tmp_path: Path, ssh: P
     result = _run(tmp_path, ssh)
     assert result.exit_code == 1, result.output
     # named from the ranks' error records: the peers fail too (and may exit first)
-    assert "w1 on 127.0.0.1 exited with status 1: InjectedFault: injected crash at " \
-        "iteration 2" in result.stderr
+    assert "w1 on 127.0.0.1 failed (" in result.stderr
+    assert "): InjectedFault: injected crash at iteration 2" in result.stderr
     assert "Traceback" not in result.stderr
     run = tmp_path / "run"
     kept = [json.loads(line) for line in (run / "records-w1.jsonl").read_text().splitlines()]
@@ -96,6 +96,10 @@ def test_an_unreachable_host_is_named(tmp_path: Path) -> None:
     result = _run(tmp_path, "false")
     assert result.exit_code == 1
     assert "ssh to 127.0.0.1 failed" in result.stderr
+
+
+def test_a_missing_ssh_client_is_bad_input(tmp_path: Path) -> None:
+    assert_one_line_error(_run(tmp_path, "/nonexistent/ssh"), "--ssh", "not found")
 
 
 @pytest.mark.parametrize(("args", "needle"), [

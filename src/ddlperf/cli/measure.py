@@ -115,6 +115,10 @@ def measure(
             except RunFailed as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 raise typer.Exit(1) from None
+            except KeyboardInterrupt:
+                print("error: interrupted; the hosts were stopped and their records copied "
+                      f"back into {run_dir}", file=sys.stderr)
+                raise typer.Exit(130) from None
             _show(result, json_output)
             return
         if json_output:

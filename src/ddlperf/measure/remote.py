@@ -6,8 +6,9 @@ For each role host (w0, ps0, …) in rank-table order, on the machine given for 
    client is needed here, and nothing but ``sh``, ``cat`` and ddlperf + torch over there);
 2. start its ``torchrun`` command in that directory, all hosts at once, with a forced
    terminal (``-tt``) so that stopping the local ssh client hangs up the remote torchrun;
-3. wait: a node that exits non-zero stops the others and is named, with its log's last line;
-   a run that takes longer than the deadline is stopped the same way;
+3. wait: a node that exits non-zero stops the others; the one that failed on its own is named
+   from the ranks' error records (its peers fail next, and may exit first); a run that takes
+   longer than the deadline is stopped the same way;
 4. copy every host's ``records-ROLE.jsonl`` back into the run directory — also after a
    failure, so an interrupted measurement keeps what it recorded — and summarize.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -49,10 +51,22 @@ def ssh_argv(ssh: str, host: str, command: str, *, terminal: bool = False) -> li
     return [*base, *(["-tt"] if terminal else []), host, command]
 
 
+def _remote(ssh: str, host: str, command: str, stdin: bytes = b""
+            ) -> subprocess.CompletedProcess[bytes]:
+    """One short remote command; an ssh client that is missing or never answers is named."""
+    argv = ssh_argv(ssh, host, command)
+    try:
+        return subprocess.run(argv, input=stdin, capture_output=True, timeout=STARTUP_S)
+    except FileNotFoundError:
+        raise InputError("--ssh", f"cannot run {argv[0]!r}: not found",
+                         "install an ssh client or give its path with --ssh") from None
+    except subprocess.TimeoutExpired:
+        raise RunFailed(f"ssh to {host} did not finish within {STARTUP_S:.0f} s") from None
+
+
 def _upload(ssh: str, host: str, directory: str, spec: bytes) -> None:
     command = f"mkdir -p {shlex.quote(directory)} && cat > {shlex.quote(directory)}/{SPEC_FILE}"
-    proc = subprocess.run(ssh_argv(ssh, host, command), input=spec, capture_output=True,
-                          timeout=STARTUP_S)
+    proc = _remote(ssh, host, command, spec)
     if proc.returncode != 0:
         tail = (proc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
         raise RunFailed(f"ssh to {host} failed (exit {proc.returncode}): {tail}")
@@ -60,8 +74,10 @@ def _upload(ssh: str, host: str, directory: str, spec: bytes) -> None:
 
 def _fetch(ssh: str, host: str, directory: str, name: str, into: Path) -> bool:
     """Copy one remote file into ``into`` atomically; False where it does not exist (yet)."""
-    proc = subprocess.run(ssh_argv(ssh, host, f"cat {shlex.quote(directory)}/{name}"),
-                          capture_output=True, timeout=STARTUP_S)
+    try:
+        proc = _remote(ssh, host, f"cat {shlex.quote(directory)}/{name}")
+    except RunFailed:
+        return False
     if proc.returncode != 0:
         return False
     write_atomic(into / name, proc.stdout.decode(errors="replace"))
@@ -86,6 +102,10 @@ def run_over_ssh(
                          f"({', '.join(roles)}), got {len(machines)}")
     if not remote_dir.strip():
         raise InputError("--remote-dir", "is empty", "e.g. --remote-dir /tmp/ddlperf-run")
+    client = ssh_argv(ssh, "host", "true")[0]
+    if shutil.which(client) is None:
+        raise InputError("--ssh", f"cannot run {client!r}: not found",
+                         "install an ssh client or give its path with --ssh")
     run_dir = Path(plan["spec"]).parent
     spec = Path(plan["spec"]).read_bytes()
     logs = run_dir / "logs"
@@ -133,8 +153,11 @@ def _culprit(failure: RunFailed, running: list[tuple[str, str, subprocess.Popen[
     if not errors:
         return failure
     _peer, _time, role, machine, proc, log, record = min(errors, key=lambda e: e[:2])
-    return RunFailed(f"{role} on {machine} exited with status {proc.returncode}: "
-                     f"{record.get('error', '?')} (log: {log})", role)
+    code = proc.returncode
+    # torchrun may still be winding down when a peer's exit stops the run: then it was killed
+    how = f"exit status {code}" if code is not None and code >= 0 else "stopped by ddlperf"
+    return RunFailed(f"{role} on {machine} failed ({how}): {record.get('error', '?')} "
+                     f"(log: {log})", role)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
