@@ -188,8 +188,9 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     over = [r for r in resources if r.utilization > OVER_RATE]
     if over:
         busiest = max(over, key=lambda r: r.utilization)
-        notes.append(f"{busiest.name} carried {busiest.utilization:.0%} of its configured rate "
-                     "(and others above 100%): the links are faster than configured, so "
+        others = f" (and {len(over) - 1} more link(s) above it)" if len(over) > 1 else ""
+        notes.append(f"{busiest.name} carried {busiest.utilization:.0%} of its configured rate"
+                     f"{others}: the links are faster than configured, so "
                      "utilization and a link bottleneck are not meaningful — give the real "
                      "line rates (--bandwidth or --config)")
     single = dict(context["single_worker"])
