@@ -145,7 +145,7 @@ def make_strategy(
         data["staleness"] = staleness
     if bucket_size is not None:
         data["bucket_bytes"] = bucket_size
-    from ddlperf.validation import validate
+    from ddlperf.schema import validate
 
     try:
         return validate(Strategy, data, prefix="strategy")

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ddlperf.errors import InputError
 from ddlperf.hardware import Device, device_from_spec, parse_link_rate
+from ddlperf.schema import read_structured, validate
 from ddlperf.units import parse_duration
-from ddlperf.validation import read_structured, validate
 
 TCP_ETHERNET_GOODPUT = 1448 / 1514  # 0.956: payload per full-size frame (TCP/IP + Ethernet)
 

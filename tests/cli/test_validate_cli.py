@@ -105,7 +105,7 @@ def test_dry_run_lists_the_dev_matrix_without_root() -> None:
 
 
 def _fake_results(out: Path) -> None:
-    from tests.test_validate import row
+    from tests.validate.helpers import row
 
     rows = [row("a", 1.0, 0.9, 1.02), row("b", 2.0, 2.4, 1.9)]
     run = ValidationRun(out, "m.yaml", rows, summarize(rows),

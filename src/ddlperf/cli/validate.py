@@ -29,7 +29,7 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def _one_line(row: dict[str, Any]) -> str:
-    from ddlperf.report.validation import _err, _secs
+    from ddlperf.report.validation_report import _err, _secs
 
     if row.get("status") != "ok":
         return f"✗ {row['name']}: failed: {row.get('error')}"
@@ -45,7 +45,7 @@ def _one_line(row: dict[str, Any]) -> str:
 def _dry_run(plans: list[Any]) -> None:
     from rich.table import Table
 
-    from ddlperf.report.validation import setup_text
+    from ddlperf.report.validation_report import setup_text
 
     table = Table(title=f"ddlperf validate: {len(plans)} scenarios (dry run, nothing measured)",
                   header_style="bold", title_justify="left")
@@ -77,8 +77,8 @@ def validate(
     """
     from ddlperf import validate as api
     from ddlperf.io import check_writable
-    from ddlperf.report.validation import publish as publish_docs
-    from ddlperf.report.validation import render
+    from ddlperf.report.validation_report import publish as publish_docs
+    from ddlperf.report.validation_report import render
 
     if results is not None:
         if only or resume or dry_run:

@@ -37,8 +37,8 @@ from ddlperf.measure.run import (
 from ddlperf.measure.trainer_common import EMULATED_LABEL, REAL_LABEL, hosts_of, rank_table
 from ddlperf.prediction import Prediction
 from ddlperf.scenario import resolve
+from ddlperf.schema import read_structured, validate
 from ddlperf.strategy import Strategy
-from ddlperf.validation import read_structured, validate
 
 SCENARIO_FILE = "scenario.json"
 SPEC_FILE = "spec.json"

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ddlperf.errors import InputError
 from ddlperf.io import write_atomic
-from ddlperf.validation import read_structured, validate
+from ddlperf.schema import read_structured, validate
 
 WORKLOAD_FORMAT = "ddlperf.workload/1"
 

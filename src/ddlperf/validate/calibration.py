@@ -1,0 +1,190 @@
+"""In-session calibration: what this machine's CPU does, timed right before a measurement.
+
+- the PS processor: seconds per gradient byte of the shards' optimizer step;
+- real compute: the zoo model's profile in a fresh one-thread process;
+- CPU quotas: a quota'd worker's training step, timed beside an unrestricted copy.
+
+``python -m ddlperf.validate time-steps …`` is the step timer these start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ddlperf.errors import InputError
+from ddlperf.validate.plan import Plan
+from ddlperf.workload import Workload, load_workload
+
+
+def _single_thread() -> Any:
+    import torch
+
+    class _One:
+        def __enter__(self) -> None:
+            self.before = torch.get_num_threads()
+            torch.set_num_threads(1)
+
+        def __exit__(self, *exc: object) -> None:
+            torch.set_num_threads(self.before)
+
+    return _One()
+
+
+def calibrate_ps_update(megabytes: float = 16.0, repetitions: int = 15) -> dict[str, Any]:
+    """Seconds per gradient byte of the PS's update (SGD with momentum 0.9) on this CPU, one
+    thread: the same optimizer step the profile times for a model's parameters."""
+    import torch
+
+    with _single_thread():
+        sizes = [1_000_000] * max(1, round(megabytes / 4))
+        params = [torch.nn.Parameter(torch.zeros(n)) for n in sizes]
+        for p in params:
+            p.grad = torch.rand_like(p) * 1e-3
+        opt = torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+        opt.step()
+        times = []
+        for _ in range(repetitions):
+            began = time.perf_counter()
+            opt.step()
+            times.append(time.perf_counter() - began)
+    total = sum(4 * n for n in sizes)
+    return {"update_s_per_byte": statistics.median(times) / total, "bytes": total,
+            "repetitions": repetitions,
+            "how": "torch.optim.SGD(momentum=0.9).step() on one thread, median"}
+
+
+def _env_one_thread() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def profile_real(plan: Plan, path: Path) -> Workload:
+    """Profile the zoo model on this CPU at the scenario's batch size: ``ddlperf profile`` in a
+    fresh process with one thread, as every trainer rank is (a long-lived parent process is not
+    a fair stand-in for them), written to ``path``."""
+    argv = [sys.executable, "-m", "ddlperf", "profile", "--model", str(plan.model),
+            "--batch-size", str(plan.workload.batch_size), "--threads", "1", "--warmup", "3",
+            "--repetitions", str(plan.profile_repetitions), "--out", str(path)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env_one_thread(),
+                          timeout=600)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        raise RuntimeError(f"profiling {plan.model} failed: {tail}")
+    workload = load_workload(path, field="profile")
+    provenance = dict(workload.provenance)
+    # measure() runs the zoo model named in provenance["model"]; keep the builder text too.
+    provenance.update(model=plan.model, model_source=provenance.get("model"),
+                      profiled_for="ddlperf validate (same session as the measurement)")
+    workload = workload.with_updates(provenance=provenance)
+    workload.save(path)
+    return workload
+
+
+def _timer_argv(model: str, batch: int, warm_s: float, window_s: float) -> list[str]:
+    return [sys.executable, "-m", "ddlperf.validate", "time-steps", model, str(batch),
+            str(warm_s), str(window_s)]
+
+
+def _timed_together(commands: list[list[str]], timeout: float) -> list[dict[str, Any]]:
+    """Start the timers, wait until each has loaded its model, then start them at one instant."""
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        for command in commands:
+            procs.append(subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, env=_env_one_thread()))
+        for proc in procs:  # each prints "ready" once torch and the model are loaded
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                proc.wait(timeout=10)
+                err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
+                raise RuntimeError("timing the training step failed: "
+                                   + (err[-1] if err else "no output"))
+        begin = time.time() + 0.2
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write(f"{begin!r}\n")
+            proc.stdin.flush()  # communicate() closes it
+        results = []
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=timeout)
+            if proc.returncode != 0:
+                tail = (stderr.strip().splitlines() or ["?"])[-1]
+                raise RuntimeError(f"timing the training step failed: {tail}")
+            results.append(json.loads(stdout.strip().splitlines()[-1]))
+        return results
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def quota_speeds(plan: Plan, warm_s: float = 1.5, window_s: float = 8.0
+                 ) -> dict[str, dict[str, float]]:
+    """Per quota'd worker: its training step inside a cgroup with the quota, timed *while* an
+    unrestricted copy of the same step runs beside it (two computing processes on the cores,
+    as in the run, and both at the same moment of this machine's speed, which drifts by ~10%
+    from process to process); ``speed`` = free median step / quota'd median step."""
+    from ddlperf.measure import cgroups
+
+    if not cgroups.available():
+        raise InputError("cpu_quota", "cgroup v1 cpu controller not found at "
+                         f"{cgroups.CPU_ROOT}", "run on a machine with cgroup v1 cpu")
+    argv = _timer_argv(str(plan.model), plan.workload.batch_size, warm_s, window_s)
+    out: dict[str, dict[str, float]] = {}
+    for host, share in sorted(plan.cpu_quota.items()):
+        path = cgroups.CPU_ROOT / f"ddlperf-validate-{os.getpid()}-{host}"
+        cgroups.create(path, share)
+        try:
+            quota, free = _timed_together([cgroups.wrap(path, argv), argv],
+                                          timeout=180 + warm_s + window_s)
+        finally:
+            cgroups.remove(path)
+        out[host] = {"quota": share, "step_free_s": float(free["median"]),
+                     "step_quota_s": float(quota["median"]),
+                     "speed": float(free["median"]) / float(quota["median"]),
+                     "steps_quota": len(quota["durations"]),
+                     "steps_free": len(free["durations"]), "window_s": window_s}
+    return out
+
+
+def time_steps_main(argv: list[str]) -> None:
+    """``python -m ddlperf.validate time-steps MODEL BATCH WARM_S WINDOW_S``: builds the zoo
+    model, prints ``ready``, reads a wall-clock start from stdin, then runs forward + loss +
+    backward on one thread until start + WARM_S + WINDOW_S; prints the median of the steps
+    that began after start + WARM_S (JSON)."""
+    import torch
+
+    from ddlperf.workload import torch_models
+
+    model_name, batch, warm_s, window_s = argv[0], int(argv[1]), float(argv[2]), float(argv[3])
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    spec = torch_models.spec(model_name)
+    model = spec.build()
+    inputs, target = torch_models.make_batch(spec, batch)
+    loss_fn = torch_models.loss_function(spec)
+    loss_fn(model(*inputs), target).backward()  # first-step allocations before "ready"
+    print("ready", flush=True)
+    begin = float(sys.stdin.readline())
+    while time.time() < begin:
+        time.sleep(0.001)
+    times: list[float] = []
+    end = begin + warm_s + window_s
+    while True:
+        started = time.time()
+        if started >= end and len(times) >= 2:
+            break
+        model.zero_grad(set_to_none=True)
+        t0 = time.perf_counter()
+        loss_fn(model(*inputs), target).backward()
+        if started >= begin + warm_s:
+            times.append(time.perf_counter() - t0)
+    print(json.dumps({"median": statistics.median(times), "durations": times}))

@@ -1,0 +1,97 @@
+"""Predicted vs measured: one result row per scenario and the per-method summary."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ddlperf.prediction import Prediction
+
+METHODS = ("analytic", "simulate")
+TARGET_WORST_PCT = 10.0  # every scenario within this (the summary counts them)
+
+
+def error_pct(predicted: float, measured: float) -> float:
+    """Signed error of a prediction, percent of the measurement."""
+    return 100.0 * (predicted - measured) / measured if measured > 0 else math.nan
+
+
+def _per_worker(p: Prediction) -> dict[str, float]:
+    return {w.name: float(w.iteration_time_s) for w in p.workers}
+
+
+def probe_deviation(measurement: Prediction) -> float | None:
+    """Largest |probed / expected − 1| over all links (expected = configured × goodput)."""
+    probe = measurement.inputs.get("measure", {}).get("probe") or {}
+    worst = None
+    for link in probe.values():
+        for direction in ("uplink", "downlink"):
+            got, expected = link.get(f"{direction}_bps"), link.get(f"{direction}_expected_bps")
+            if got and expected:
+                dev = abs(float(got) / float(expected) - 1)
+                worst = dev if worst is None else max(worst, dev)
+    return worst
+
+
+def compare(plan_info: dict[str, Any], measurement: Prediction,
+            predictions: dict[str, Prediction]) -> dict[str, Any]:
+    """One result row: the measurement's headline numbers and, per method, the prediction and
+    its error (iteration time and throughput)."""
+    pct = (measurement.percentiles or {}).get("iteration_time_s", {})
+    info = measurement.inputs.get("measure", {})
+    deviation = probe_deviation(measurement)
+    row: dict[str, Any] = {
+        **plan_info,
+        "status": "ok",
+        "measured": {
+            "iteration_time_s": float(measurement.iteration_time_s),
+            "p5_s": pct.get("p5"), "p50_s": pct.get("p50"), "p95_s": pct.get("p95"),
+            "throughput_samples_per_s": float(measurement.throughput_samples_per_s),
+            "bottleneck": measurement.bottleneck,
+            "per_worker": _per_worker(measurement),
+            "breakdown_s": dict(measurement.breakdown_s),
+            "wire_ok": (info.get("wire_check") or {}).get("ok"),
+            "probe_max_deviation_pct": None if deviation is None else 100 * deviation,
+            "ps_update_s_per_byte": info.get("ps_update_s_per_byte"),
+            "out": info.get("out"),
+        },
+        "predicted": {},
+    }
+    for method, p in predictions.items():
+        ppct = (p.percentiles or {}).get("iteration_time_s", {})
+        row["predicted"][method] = {
+            "iteration_time_s": float(p.iteration_time_s),
+            "p5_s": ppct.get("p5"), "p95_s": ppct.get("p95"),
+            "throughput_samples_per_s": float(p.throughput_samples_per_s),
+            "bottleneck": p.bottleneck,
+            "per_worker": _per_worker(p),
+            "breakdown_s": dict(p.breakdown_s),
+            "error_pct": error_pct(p.iteration_time_s, measurement.iteration_time_s),
+            "throughput_error_pct": error_pct(p.throughput_samples_per_s,
+                                              measurement.throughput_samples_per_s),
+        }
+    return row
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per method: scenarios compared, MAPE (%), worst |error| (%) and where, within 10%."""
+    out: dict[str, Any] = {}
+    ok = [r for r in rows if r.get("status") == "ok"]
+    for method in METHODS:
+        errors = [(r["name"], r["predicted"][method]["error_pct"]) for r in ok
+                  if method in r.get("predicted", {})
+                  and math.isfinite(r["predicted"][method]["error_pct"])]
+        if not errors:
+            continue
+        worst = max(errors, key=lambda e: abs(e[1]))
+        mape = sum(abs(e) for _n, e in errors) / len(errors)
+        within = sum(1 for _n, e in errors if abs(e) <= TARGET_WORST_PCT)
+        out[method] = {
+            "scenarios": len(errors), "mape_pct": mape, "worst_abs_error_pct": abs(worst[1]),
+            "worst_error_pct": worst[1], "worst_scenario": worst[0],
+            "within_10pct": within, "mean_error_pct": sum(e for _n, e in errors) / len(errors),
+        }
+    failed = [r["name"] for r in rows if r.get("status") != "ok"]
+    if failed:
+        out["failed"] = failed
+    return out

@@ -1,0 +1,55 @@
+"""The validation reports: CSV, PNG, Markdown page, publish, setup text."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from ddlperf.report.validation_report import (
+    csv_text,
+    markdown,
+    plot_validation,
+    publish,
+    setup_text,
+)
+from ddlperf.validate import summarize
+from tests.validate.helpers import row
+
+
+def test_csv_png_markdown_and_publish(tmp_path: Path) -> None:
+    rows = [row("a", 1.0, 0.9, 1.02), row("b", 2.0, 2.4, 1.9),
+            {"name": "d", "status": "failed", "error": "w1 | crashed", "setup": {}}]
+    summary = summarize(rows)
+    table = list(csv.DictReader(io.StringIO(csv_text(rows))))
+    assert [(t["scenario"], t["method"]) for t in table] == [
+        ("a", "analytic"), ("a", "simulate"), ("b", "analytic"), ("b", "simulate"), ("d", "")]
+    assert float(table[0]["error_pct"]) == pytest.approx(-10.0)
+    assert float(table[0]["measured_s"]) == 1.0 and table[0]["bottleneck_measured"]
+    assert table[-1]["status"] == "failed"
+    png = plot_validation(rows, tmp_path / "v.png", summary)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = markdown(rows, summary, {"machine": {"cores": 2, "cpu_model": "CPU X"},
+                                    "runtime_s": 600}, command="ddlperf validate --matrix m")
+    assert "| analytic | 2 | 15.0% | +20.0% (b) | 1/2 |" in text
+    assert "![predicted vs measured iteration time](validation.png)" in text
+    assert "| 1 | a | PS×1 BSP · 2w · 200Mbps · 8MB · emulated | 1.000 (0.900–1.100) | " \
+           "0.900 (-10.0%) | 1.020 (+2.0%) |" in text
+    assert "failed: w1 / crashed" in text and "10.0 min" in text and "CPU X, 2 cores" in text
+    assert "a note" in text
+    written = publish(rows, summary, {}, tmp_path)
+    assert sorted(p.name for p in written) == ["validation.csv", "validation.md",
+                                               "validation.png"]
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_setup_text_names_the_mechanisms() -> None:
+    assert setup_text({"arch": "ps", "sync": "ssp", "staleness": 2, "ps": 2,
+                       "sharding": "greedy", "workers": 3, "bandwidth_bps": 5e8,
+                       "parameter_bytes": 12e6, "compute": "real", "speeds": [0.4, 1.0],
+                       "cpu_quota": {"w1": 0.5}}) == (
+        "PS×2 SSP(2) greedy · 3w · 500Mbps · 12MB · real · speed 0.4 · quota w1=0.5")
+    assert setup_text({"arch": "allreduce", "workers": 5, "compute": "emulated"}) == \
+        "ring · 5w · emulated"

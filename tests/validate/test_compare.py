@@ -1,0 +1,38 @@
+"""Errors per method and the summary (MAPE, worst, failures)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddlperf.validate import error_pct, probe_deviation, summarize
+from tests.validate.helpers import fake, row
+
+
+def test_compare_gives_signed_errors_percentiles_and_probe_deviation() -> None:
+    r = row("x", 1.0, 0.9, 1.05)
+    assert r["status"] == "ok"
+    assert r["predicted"]["analytic"]["error_pct"] == pytest.approx(-10.0)
+    assert r["predicted"]["simulate"]["error_pct"] == pytest.approx(5.0)
+    assert r["predicted"]["simulate"]["throughput_error_pct"] == pytest.approx(
+        100 * (1 / 1.05 - 1))
+    assert r["measured"]["p5_s"] == pytest.approx(0.9) and r["measured"]["p95_s"] == 1.1
+    assert r["predicted"]["simulate"]["p95_s"] == pytest.approx(1.155)
+    assert r["measured"]["probe_max_deviation_pct"] == pytest.approx(100 * (195 / 191.2 - 1))
+    assert r["measured"]["per_worker"] == {"w0": 1.0, "w1": 1.0}
+    assert error_pct(1.0, 0.0) != error_pct(1.0, 0.0)  # NaN, not a crash
+    assert probe_deviation(fake(1.0)) is None
+
+
+def test_summary_mape_worst_and_failures() -> None:
+    rows = [row("a", 1.0, 0.9, 1.02), row("b", 2.0, 2.4, 1.9), row("c", 0.5, 0.5, 0.55),
+            {"name": "d", "status": "failed", "error": "w1 crashed", "setup": {}}]
+    s = summarize(rows)
+    assert s["analytic"]["scenarios"] == 3
+    assert s["analytic"]["mape_pct"] == pytest.approx((10 + 20 + 0) / 3)
+    assert s["analytic"]["worst_scenario"] == "b"
+    assert s["analytic"]["worst_error_pct"] == pytest.approx(20)
+    assert s["analytic"]["within_10pct"] == 2
+    assert s["simulate"]["mape_pct"] == pytest.approx((2 + 5 + 10) / 3)
+    assert s["simulate"]["worst_abs_error_pct"] == pytest.approx(10)
+    assert s["failed"] == ["d"]
+    assert summarize([]) == {}
