@@ -21,7 +21,9 @@ FLAGS = {
     "bucket_bytes": "--bucket-size", "staleness": "--staleness", "sync": "--sync",
     "arch": "--arch", "sharding": "--sharding", "bandwidth": "--bandwidth",
     "latency": "--latency", "goodput": "--goodput", "device": "--device",
-    "placement": "--placement", "count": "--workers",
+    "placement": "--placement", "count": "--workers", "gpus": "--gpus-per-node",
+    "intra": "--intra", "nics": "--nics", "allreduce": "--allreduce",
+    "local_aggregation": "--local-aggregation",
 }
 
 
@@ -32,6 +34,9 @@ def _as_flag(exc: InputError, prefix: str) -> InputError:
     last = exc.field.split(".")[-1].split("[")[0]
     if last == "count" and ".ps" in exc.field:
         return InputError("--ps", exc.problem, exc.fix)
+    if ".racks" in exc.field:
+        flag = "--rack-size" if last == "servers" else "--rack-uplink"
+        return InputError(flag, exc.problem, exc.fix)
     flag = FLAGS.get(last)
     return exc if flag is None else InputError(flag, exc.problem, exc.fix)
 
@@ -87,8 +92,18 @@ def make_cluster(
     placement: str | None = None,
     arch: str = "ps",
     worker_device: str | None = None,
+    gpus_per_node: int | None = None,
+    intra: str | float | None = None,
+    nics: int | None = None,
+    rack_size: int | None = None,
+    rack_uplink: str | float | None = None,
 ) -> Cluster:
-    """A cluster from a YAML/dict/Cluster, with flags overriding its top-level values."""
+    """A cluster from a YAML/dict/Cluster, with flags overriding its top-level values.
+
+    ``workers`` counts GPUs; with ``gpus_per_node`` G they sit on workers / G servers of G
+    GPUs each (``intra`` fabric, ``nics`` NICs), named ``node0/gpu0`` …; ``rack_size`` and
+    ``rack_uplink`` put those servers into racks.
+    """
     if isinstance(config, Cluster):
         data: dict[str, Any] = config.to_dict()
     elif isinstance(config, dict):
@@ -97,18 +112,29 @@ def make_cluster(
         data = load_cluster(str(config)).to_dict()
     else:
         data = {}
+    listed = "workers" if "workers" in data else "nodes" if "nodes" in data else None
     if workers is not None:
         if workers <= 0:
             raise InputError("--workers", f"must be at least 1, got {workers}")
-        if config is not None and "workers" in data:
-            raise InputError("--workers", "the --config file already lists workers",
+        if config is not None and listed:
+            raise InputError("--workers", f"the --config file already lists {listed}",
                              "drop --workers or edit the file")
+    servers_flags = gpus_per_node is not None or intra is not None or nics is not None
+    if servers_flags and config is not None and listed:
+        data = _servers_from_flags_on_file(data, listed, gpus_per_node, intra, nics)
+    elif servers_flags:
+        data.pop("workers", None)
+        data["nodes"] = [_node_group(workers or DEFAULTS["workers"], gpus_per_node, intra,
+                                     nics)]
+    elif workers is not None:
         data["workers"] = [{"count": workers}]
-    data.setdefault("workers", [{"count": DEFAULTS["workers"]}])
+    if "nodes" not in data:
+        data.setdefault("workers", [{"count": DEFAULTS["workers"]}])
     if worker_device is not None:
-        groups = data["workers"] if isinstance(data["workers"], list) else [data["workers"]]
-        data["workers"] = [{**g, "device": g.get("device", worker_device)}
-                           if isinstance(g, dict) else g for g in groups]
+        key = "workers" if "workers" in data else "nodes"
+        groups = data[key] if isinstance(data[key], list) else [data[key]]
+        data[key] = [{**g, "device": g.get("device", worker_device)}
+                     if isinstance(g, dict) else g for g in groups]
     ps_data = dict(data.get("ps") or {}) if not isinstance(data.get("ps"), int) else {
         "count": data["ps"]}
     if ps is not None:
@@ -120,6 +146,13 @@ def make_cluster(
     if placement is not None:
         ps_data["placement"] = placement
     data["ps"] = ps_data
+    if (rack_size is None) != (rack_uplink is None):
+        missing = "--rack-uplink" if rack_uplink is None else "--rack-size"
+        given = "--rack-size" if rack_uplink is None else "--rack-uplink"
+        raise InputError(given, "racks need both --rack-size and --rack-uplink",
+                         f"add {missing}")
+    if rack_size is not None:
+        data["racks"] = {"servers": rack_size, "uplink": rack_uplink}
     for key, value in (("bandwidth", bandwidth), ("latency", latency), ("goodput", goodput)):
         if value is not None:
             data[key] = value
@@ -131,6 +164,47 @@ def make_cluster(
         raise (exc if config is not None else _as_flag(exc, "cluster")) from None
 
 
+def _node_group(workers: int, gpus: int | None, intra: str | float | None,
+                nics: int | None) -> dict[str, Any]:
+    """``--workers N --gpus-per-node G [--intra F] [--nics K]`` as one nodes: group."""
+    gpus = 1 if gpus is None else gpus
+    if gpus <= 0:
+        raise InputError("--gpus-per-node", f"must be at least 1, got {gpus}")
+    if workers % gpus:
+        raise InputError("--workers", f"{workers} workers do not fill servers of {gpus} GPUs",
+                         f"give a multiple of --gpus-per-node {gpus}")
+    if intra is None and gpus > 1:
+        raise InputError("--gpus-per-node", f"servers with {gpus} GPUs need an intra-node "
+                         "fabric", "add --intra NAME ('ddlperf fabrics' lists them) or a rate "
+                         "such as 150GB/s")
+    if intra is not None and gpus == 1:
+        raise InputError("--intra", "a fabric links the GPUs of a server, and servers have "
+                         "one GPU here", "add --gpus-per-node G (G > 1)")
+    group: dict[str, Any] = {"name": "node", "count": workers // gpus, "gpus": gpus}
+    if intra is not None:
+        group["intra"] = intra
+    if nics is not None:
+        group["nics"] = nics
+    return group
+
+
+def _servers_from_flags_on_file(
+    data: dict[str, Any], listed: str, gpus: int | None, intra: str | float | None,
+    nics: int | None,
+) -> dict[str, Any]:
+    """``--intra``/``--nics`` override every nodes: group of a --config file."""
+    if gpus is not None:
+        raise InputError("--gpus-per-node", f"the --config file already lists {listed}",
+                         "set gpus in its nodes: groups instead")
+    flag = "--intra" if intra is not None else "--nics"
+    if listed == "workers":
+        raise InputError(flag, "the --config file lists workers: (one GPU and one NIC each)",
+                         "describe servers with nodes: in the file")
+    groups = data["nodes"] if isinstance(data["nodes"], list) else [data["nodes"]]
+    extra = {k: v for k, v in (("intra", intra), ("nics", nics)) if v is not None}
+    return {**data, "nodes": [{**g, **extra} for g in groups]}
+
+
 def make_strategy(
     arch: str = "ps",
     sync: str = "bsp",
@@ -138,9 +212,12 @@ def make_strategy(
     sharding: str = "round_robin",
     overlap: bool = True,
     bucket_size: str | float | None = None,
+    allreduce: str = "ring",
+    local_aggregation: bool = False,
 ) -> Strategy:
     """A Strategy with one-line errors for incoherent combinations."""
-    data: dict[str, Any] = {"arch": arch, "sync": sync, "sharding": sharding, "overlap": overlap}
+    data: dict[str, Any] = {"arch": arch, "sync": sync, "sharding": sharding, "overlap": overlap,
+                            "allreduce": allreduce, "local_aggregation": local_aggregation}
     if staleness is not None:
         data["staleness"] = staleness
     if bucket_size is not None:
@@ -174,6 +251,13 @@ def predict(
     bandwidth: str | float | None = None,
     latency: str | float | None = None,
     goodput: float | None = None,
+    gpus_per_node: int | None = None,
+    intra: str | float | None = None,
+    nics: int | None = None,
+    rack_size: int | None = None,
+    rack_uplink: str | float | None = None,
+    allreduce: str = "ring",
+    local_aggregation: bool = False,
     **simulate_options: Any,
 ) -> Prediction:
     """Predict one scenario. With no arguments: the built-in default (resnet50, 8×V100, 2 PS).
@@ -189,10 +273,12 @@ def predict(
                          "add --method simulate")
     the_workload = make_workload(model, workload, batch_size, device)
     if strategy is None:
-        strategy = make_strategy(arch, sync, staleness, sharding, overlap, bucket_size)
+        strategy = make_strategy(arch, sync, staleness, sharding, overlap, bucket_size,
+                                 allreduce, local_aggregation)
     worker_device = device if (workload is not None and device is not None) else None
     the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, goodput, placement,
-                               strategy.arch, worker_device)
+                               strategy.arch, worker_device, gpus_per_node, intra, nics,
+                               rack_size, rack_uplink)
     scenario = resolve(the_workload, the_cluster, strategy)
     if method == "simulate":
         from ddlperf.predictors.simulate import predict_simulate

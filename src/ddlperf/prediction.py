@@ -10,7 +10,7 @@ Keys and units (also in the README):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, overload
 
@@ -34,12 +34,15 @@ class WorkerGroups(Sequence[WorkerResult]):
     """Workers stored as (first worker, count) runs of identical results, expanded on demand.
 
     A 1024-worker homogeneous prediction then costs one result, not 1024, until someone
-    iterates over it (tables collapse runs anyway; JSON lists every worker).
+    iterates over it (tables collapse runs anyway; JSON lists every worker). ``name`` turns a
+    global worker index into its name (``w3``, or ``node0/gpu3`` on multi-GPU servers).
     """
 
-    def __init__(self, runs: list[tuple[WorkerResult, int, int]]) -> None:
+    def __init__(self, runs: list[tuple[WorkerResult, int, int]],
+                 name: Callable[[int], str] | None = None) -> None:
         self._runs = runs  # (template, first global index, count)
         self._len = sum(count for _t, _f, count in runs)
+        self._name = name or _plain_name
 
     def __len__(self) -> int:
         return self._len
@@ -55,7 +58,7 @@ class WorkerGroups(Sequence[WorkerResult]):
             index += self._len
         for template, first, count in self._runs:
             if first <= index < first + count:
-                return template if count == 1 else replace(template, name=f"w{index}")
+                return template if count == 1 else replace(template, name=self._name(index))
         raise IndexError(index)
 
     def __iter__(self) -> Iterator[WorkerResult]:
@@ -64,7 +67,11 @@ class WorkerGroups(Sequence[WorkerResult]):
                 yield template
             else:
                 for i in range(first, first + count):
-                    yield replace(template, name=f"w{i}")
+                    yield replace(template, name=self._name(i))
+
+
+def _plain_name(index: int) -> str:
+    return f"w{index}"
 
 
 _WORKER_FIELDS = [f.name for f in fields(WorkerResult)]

@@ -1,8 +1,9 @@
 """Resolve (Workload, Cluster, Strategy) into the arrays both predictors work on.
 
-Everything here is in base units: seconds, bytes and payload bytes/s (line rate × goodput / 8).
-Workers are kept in groups of identical machines so that a 1024-worker homogeneous cluster
-costs no more to predict than a 1-worker one.
+Everything here is in base units: seconds, bytes and payload bytes/s (line rate × goodput / 8;
+fabric rates / 8). Workers are kept in groups of identical machines so that a 1024-worker
+homogeneous cluster costs no more to predict than a 1-worker one; servers and racks are planned
+by :mod:`ddlperf.topology`.
 """
 
 from __future__ import annotations
@@ -11,17 +12,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ddlperf.cluster import Cluster, WorkerGroup
+from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
 from ddlperf.hardware import Device, catalog
 from ddlperf.sharding import shard_matrix
 from ddlperf.strategy import Strategy
+from ddlperf.topology import RackPlan, Segment, plan_servers
 from ddlperf.workload import Workload
 
 
 @dataclass(frozen=True)
 class GroupPlan:
-    """``count`` identical workers, global indices ``first`` … ``first + count - 1``."""
+    """``count`` identical workers, global indices ``first`` … ``first + count - 1``.
+
+    They sit on ``count / gpus`` identical servers from global server ``first_server`` on
+    (one-GPU hosts of a ``workers:`` cluster are servers too, named ``wN``). ``up``/``down``
+    are each worker's path rate for PS traffic (its share of the links it crosses, see
+    :mod:`ddlperf.topology`); ``nic_up``/``nic_down`` a server's NICs together; ``intra`` each
+    GPU's fabric link per direction (None: one GPU, no fabric); ``rack``/``whole_racks`` as in
+    :class:`~ddlperf.topology.Segment`. All rates payload bytes/s.
+    """
 
     name: str
     first: int
@@ -38,14 +48,50 @@ class GroupPlan:
     forward_s: float  # totals of the arrays above, cached for speed
     backward_s: float
     compute_s: float  # forward + backward + unattributed
+    kind: str = "workers"  # "workers" (named wN) or "nodes" (named nodeS/gpuG)
+    gpus: int = 1
+    first_server: int = 0
+    nics: int = 1
+    nic_up: float = 0.0
+    nic_down: float = 0.0
+    intra: float | None = None
+    rack: int | None = None
+    whole_racks: int = 0
+
+    @property
+    def servers(self) -> int:
+        return self.count // self.gpus
 
     def worker_name(self, offset: int = 0) -> str:
-        return f"w{self.first + offset}"
+        if self.kind == "workers":
+            return f"w{self.first + offset}"
+        return f"node{self.first_server + offset // self.gpus}/gpu{offset % self.gpus}"
+
+    def server_name(self, offset: int = 0) -> str:
+        """``nodeS`` (``wN`` for one-GPU hosts of a ``workers:`` cluster)."""
+        if self.kind == "workers":
+            return f"w{self.first + offset}"
+        return f"node{self.first_server + offset}"
+
+    def nic_name(self, direction: str, offset: int = 0) -> str:
+        """``w3 uplink``; ``node1 nic0 uplink``; ``node1 nic0-1 uplink`` for 2 NICs as one link."""
+        if self.kind == "workers":
+            return f"{self.server_name(offset)} {direction}"
+        nics = "nic0" if self.nics == 1 else f"nic0-{self.nics - 1}"
+        return f"{self.server_name(offset)} {nics} {direction}"
+
+    def intra_name(self, offset: int = 0) -> str:
+        return f"{self.server_name(offset)} intra"
 
 
 @dataclass(frozen=True)
 class ShardPlan:
-    """A PS shard: its links (payload bytes/s), update cost, and host worker if colocated."""
+    """A PS shard: its links (payload bytes/s), update cost, and host if colocated.
+
+    A colocated shard k lives on worker server k: ``host`` is that server's first worker
+    (whose compute stream applies the shard's updates), ``host_server`` the server and
+    ``host_gpus`` its workers, whose traffic to the shard does not cross the NIC.
+    """
 
     name: str
     index: int
@@ -53,6 +99,8 @@ class ShardPlan:
     up: float
     down: float
     update_s_per_byte: float
+    host_server: int | None = None
+    host_gpus: int = 0
 
 
 @dataclass
@@ -68,6 +116,7 @@ class Scenario:
     placement: np.ndarray  # (tensors, shards) bytes, same order
     latency_s: float
     notes: list[str] = field(default_factory=list)
+    racks: RackPlan | None = None
 
     @property
     def worker_count(self) -> int:
@@ -76,6 +125,18 @@ class Scenario:
     @property
     def parameter_bytes(self) -> float:
         return float(self.tensor_bytes.sum())
+
+    @property
+    def server_count(self) -> int:
+        return sum(g.servers for g in self.groups)
+
+    @property
+    def multi_gpu(self) -> bool:
+        return any(g.gpus > 1 for g in self.groups)
+
+    def worker_name(self, worker: int) -> str:
+        group = self.group_of(worker)
+        return group.worker_name(worker - group.first)
 
     def group_of(self, worker: int) -> GroupPlan:
         for group in self.groups:
@@ -197,31 +258,39 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
     if strategy.arch == "allreduce" and cluster.ps.count > 0:
         raise InputError("ps", "ring all-reduce has no parameter servers",
                          "drop --ps / the ps section, or use --arch ps")
-    rate = cluster.goodput / 8.0
-    groups: list[GroupPlan] = []
-    first = 0
-    for group in cluster.workers:
-        groups.append(_plan_group(workload, cluster, group, first, rate, notes))
-        first += group.count
     names, sizes, layers, _ = _tensor_arrays(workload)
-    shards: list[ShardPlan] = []
     placement = np.zeros((len(names), cluster.ps.count))
     if cluster.ps.count:
         placement = _placement(workload, cluster.ps.count, strategy.sharding)
+    segments, racks = plan_servers(cluster, strategy, placement.sum(axis=0))
+    groups: list[GroupPlan] = []
+    first = 0
+    for segment in segments:
+        groups.append(_plan_group(workload, cluster, segment, first, notes))
+        first += segment.servers * segment.group.gpus
+    hierarchical = strategy.arch == "allreduce" and strategy.allreduce == "hierarchical"
+    if hierarchical and len({g.gpus for g in groups}) > 1:
+        raise InputError("--allreduce", "hierarchical all-reduce needs the same number of "
+                         "GPUs on every server", "use --allreduce ring")
+    shards: list[ShardPlan] = []
+    if cluster.ps.count:
+        rate = cluster.goodput / 8.0
         update = cluster.ps.update_s_per_byte
         if update is None:
             update = workload.update_s_per_byte
         for k in range(cluster.ps.count):
             if cluster.ps.placement == "colocated":
-                host = _group_for(groups, k)
-                shards.append(ShardPlan(f"ps{k}", k, k, host.up, host.down, update))
+                host = _group_of_server(groups, k)
+                worker = host.first + (k - host.first_server) * host.gpus
+                shards.append(ShardPlan(f"ps{k}", k, worker, host.nic_up, host.nic_down, update,
+                                        k, host.gpus))
             else:
                 shards.append(ShardPlan(f"ps{k}", k, None, cluster.ps_up() * rate,
                                         cluster.ps_down() * rate, update))
     return Scenario(
         workload=workload, cluster=cluster, strategy=strategy, groups=tuple(groups),
         shards=tuple(shards), tensor_names=names, tensor_bytes=sizes, tensor_layer=layers,
-        placement=placement, latency_s=cluster.latency, notes=notes,
+        placement=placement, latency_s=cluster.latency, notes=notes, racks=racks,
     )
 
 
@@ -238,14 +307,14 @@ def _placement(workload: Workload, shards: int, policy: str) -> np.ndarray:
     return cache[key]
 
 
-def _group_for(groups: list[GroupPlan], worker: int) -> GroupPlan:
-    return next(g for g in groups if g.first <= worker < g.first + g.count)
+def _group_of_server(groups: list[GroupPlan], server: int) -> GroupPlan:
+    return next(g for g in groups if g.first_server <= server < g.first_server + g.servers)
 
 
 def _plan_group(
-    workload: Workload, cluster: Cluster, group: WorkerGroup, first: int, rate: float,
-    notes: list[str],
+    workload: Workload, cluster: Cluster, segment: Segment, first: int, notes: list[str],
 ) -> GroupPlan:
+    group = segment.group.source
     device = group.resolved_device()
     batch = group.batch_size or workload.batch_size
     fwd, bwd, unattributed, update = group_compute(workload, device, group.speed, batch, notes)
@@ -259,10 +328,13 @@ def _plan_group(
         cache[key] = (layer_end[layers], *totals, totals[0] + totals[1] + unattributed, bwd)
     ready_offset, forward_s, backward_s, compute_s, _keep_alive = cache[key]
     return GroupPlan(
-        name=group.name, first=first, count=group.count,
+        name=group.name, first=first, count=segment.servers * segment.group.gpus,
         device=device.name if device else workload.device, batch_size=batch,
         forward=fwd, backward=bwd, unattributed_s=unattributed, update_s_per_byte=update,
-        up=cluster.worker_up(group) * rate, down=cluster.worker_down(group) * rate,
+        up=segment.up, down=segment.down,
         ready_offset=ready_offset, forward_s=forward_s, backward_s=backward_s,
-        compute_s=compute_s,
+        compute_s=compute_s, kind="nodes" if cluster.nodes else "workers",
+        gpus=segment.group.gpus, first_server=segment.first_server, nics=segment.group.nics,
+        nic_up=segment.nic_up, nic_down=segment.nic_down, intra=segment.intra,
+        rack=segment.rack, whole_racks=segment.whole_racks,
     )

@@ -15,6 +15,7 @@ DEFAULT_BUCKET_BYTES = 25 * 2**20
 Arch = Literal["ps", "allreduce"]
 Sync = Literal["bsp", "asp", "ssp"]
 Sharding = Literal["round_robin", "greedy", "even"]
+AllreduceAlgorithm = Literal["ring", "hierarchical"]
 
 
 class Strategy(BaseModel):
@@ -28,6 +29,10 @@ class Strategy(BaseModel):
     sharding: Sharding = "round_robin"
     overlap: bool = Field(default=True, description="overlap communication with computation")
     bucket_bytes: float = Field(default=DEFAULT_BUCKET_BYTES, description="all-reduce bucket")
+    allreduce: AllreduceAlgorithm = Field(
+        default="ring", description="flat ring over all GPUs, or hierarchical on servers")
+    local_aggregation: bool = Field(
+        default=False, description="PS: sum a server's gradients over its fabric, push once")
 
     @field_validator("bucket_bytes", mode="before")
     @classmethod
@@ -48,6 +53,17 @@ class Strategy(BaseModel):
         if self.arch == "allreduce" and self.sync != "bsp":
             raise InputError("--sync", f"ring all-reduce is synchronous (got {self.sync})",
                              "use --sync bsp or --arch ps")
+        if self.allreduce != "ring" and self.arch != "allreduce":
+            raise InputError("--allreduce", "only applies to --arch allreduce",
+                             "add --arch allreduce or drop --allreduce")
+        if self.local_aggregation:
+            if self.arch != "ps":
+                raise InputError("--local-aggregation", "only applies to --arch ps",
+                                 "drop it (all-reduce: see --allreduce hierarchical)")
+            if self.effective_sync != "bsp":
+                raise InputError("--local-aggregation",
+                                 f"sums a server's gradients in step, so it needs --sync bsp "
+                                 f"(got {self.sync})", "use --sync bsp or drop it")
         return self
 
     @property

@@ -119,3 +119,37 @@ def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "ddlperf", "predict", "--json", "--workers", "2"],
                          capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["inputs"]["cluster"]["workers"][0]["count"] == 2
+
+
+def test_fabrics_lists_the_catalog():
+    result = invoke("fabrics")
+    assert result.exit_code == 0, result.output
+    assert "NVLink2" in result.output and "150GB/s" in result.output
+    data = json.loads(invoke("fabrics", "--json").stdout)
+    assert data["fabrics"]["PCIe4"]["rate_bps"] == 252e9 and data["notes"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [(("--workers", "8", "--gpus-per-node", "0"), ("--gpus-per-node",)),
+     (("--workers", "8", "--gpus-per-node", "4", "--intra", "NVlink9"),
+      ("--intra", "unknown fabric", "did you mean")),
+     (("--workers", "8", "--nics", "0"), ("--nics",)),
+     (("--workers", "8", "--rack-size", "0", "--rack-uplink", "10Gbps"), ("--rack-size",)),
+     (("--arch", "allreduce", "--local-aggregation"), ("--local-aggregation",))],
+)
+def test_bad_server_input_is_one_line(args, needles):
+    from tests.conftest import assert_one_line_error
+
+    assert_one_line_error(invoke("predict", *args), *needles)
+
+
+def test_bad_server_file_is_one_line(tmp_path):
+    from tests.conftest import assert_one_line_error
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("nodes: [{count: 2, gpus: 2, intra: PCIe3}]\nracks: {servers: 0, uplink: "
+                   "10Gbps}\nps: 1\n")
+    assert_one_line_error(invoke("predict", "--config", str(cfg)), "racks.servers")
+    cfg.write_text("workers: 2\nnodes: [{count: 2}]\nps: 1\n")
+    assert_one_line_error(invoke("predict", "--config", str(cfg)), "nodes", "not both")

@@ -1,4 +1,4 @@
-"""``ddlperf models`` and ``ddlperf devices``: what the built-in catalogs hold."""
+"""``ddlperf models``, ``ddlperf devices`` and ``ddlperf fabrics``: the built-in catalogs."""
 
 from __future__ import annotations
 
@@ -67,3 +67,28 @@ def devices(
     console.print(table)
     nics = ", ".join(f"{n} ({format_bandwidth(r)})" for n, r in NIC_PRESETS.items())
     console.print(f"NIC presets accepted as --bandwidth: {nics}")
+
+
+@app.command()
+@handle_input_errors
+def fabrics(
+    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """List the intra-node fabric catalog: rate per GPU and direction, and its source."""
+    from ddlperf.fabrics import fabric_catalog, fabric_notes
+
+    catalog = fabric_catalog()
+    if json_output:
+        print_json({"fabrics": {n: f.model_dump() for n, f in catalog.items()},
+                    "notes": fabric_notes()})
+        return
+    table = Table(title="intra-node fabrics (per GPU, each direction)", header_style="bold",
+                  title_justify="left")
+    for col in ("fabric", "rate", "description"):
+        table.add_column(col, justify="right" if col == "rate" else "left")
+    for name, f in catalog.items():
+        table.add_row(name, format_size(f.rate_bps / 8) + "/s", f.description)
+    console.print(table)
+    for name, f in catalog.items():
+        console.print(f"{name}: {f.source}", style="dim")
+    console.print(fabric_notes(), style="dim")

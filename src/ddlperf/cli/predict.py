@@ -29,6 +29,11 @@ class ShardingPolicy(str, Enum):
     even = "even"
 
 
+class AllreduceAlgorithm(str, Enum):
+    ring = "ring"
+    hierarchical = "hierarchical"
+
+
 class Method(str, Enum):
     analytic = "analytic"
     simulate = "simulate"
@@ -60,6 +65,13 @@ def predict(
     goodput: Annotated[float | None, typer.Option(help="payload share of the line rate; default 0.956 (TCP/Ethernet)")] = None,
     method: Annotated[Method, typer.Option(help="analytic (closed form/queueing) or simulate (discrete events)")] = Method.analytic,
     config: Annotated[Path | None, typer.Option(help="cluster YAML (heterogeneous workers, PS, links)")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option(help="GPUs per server: --workers N GPUs on N/G servers sharing their NICs; default 1")] = None,
+    intra: Annotated[str | None, typer.Option(help="intra-node fabric per GPU: a name (see 'ddlperf fabrics') or a rate such as 150GB/s")] = None,
+    nics: Annotated[int | None, typer.Option(help="NICs per server, each at --bandwidth; default 1")] = None,
+    rack_size: Annotated[int | None, typer.Option(help="servers per rack (with --rack-uplink)")] = None,
+    rack_uplink: Annotated[str | None, typer.Option(help="rack uplink to the core switch, e.g. 100Gbps (both directions)")] = None,
+    allreduce: Annotated[AllreduceAlgorithm, typer.Option(help="ring: flat over all GPUs; hierarchical: inside servers, then across them")] = AllreduceAlgorithm.ring,
+    local_aggregation: Annotated[bool, typer.Option(help="PS: sum each server's gradients over its fabric, push and pull once per server")] = False,
     iterations: Annotated[int | None, typer.Option(help="simulate: measured iterations (default 20)")] = None,
     warmup: Annotated[int | None, typer.Option(help="simulate: warm-up iterations excluded (default 3)")] = None,
     seed: Annotated[int | None, typer.Option(help="simulate: random seed (default 0)")] = None,
@@ -81,7 +93,9 @@ def predict(
         device=device, workers=workers, ps=ps, placement=placement.value if placement else None,
         arch=arch.value, sync=sync.value, staleness=staleness, sharding=sharding.value,
         overlap=overlap, bucket_size=bucket_size, bandwidth=bandwidth, latency=latency,
-        goodput=goodput, **simulate,
+        goodput=goodput, gpus_per_node=gpus_per_node, intra=intra, nics=nics,
+        rack_size=rack_size, rack_uplink=rack_uplink, allreduce=allreduce.value,
+        local_aggregation=local_aggregation, **simulate,
     )
     if json_output:
         print_json(prediction.to_dict())

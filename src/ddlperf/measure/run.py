@@ -86,6 +86,10 @@ def resolve_scenario(
     worker_device = device if (workload is not None and device is not None) else None
     the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, None, placement,
                                strategy.arch, worker_device)
+    if the_cluster.nodes or the_cluster.racks is not None:
+        raise InputError("--config", "the emulated cluster runs one-GPU hosts (workers:) so "
+                         "far; servers (nodes:) and racks are not emulated yet",
+                         "describe the cluster with workers: and no racks:")
     return resolve(the_workload, the_cluster, strategy)
 
 

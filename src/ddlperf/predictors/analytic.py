@@ -22,6 +22,7 @@ import numpy as np
 
 from ddlperf.cluster import TCP_ETHERNET_GOODPUT
 from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
+from ddlperf.predictors.server_links import ps_link_busy
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
 from ddlperf.scenario import GroupPlan, Scenario
 
@@ -43,9 +44,9 @@ class GroupTime:
 
 
 def _ps_senders(sc: Scenario) -> np.ndarray:
-    """Workers whose traffic to each shard crosses the network (a colocated host's does not)."""
+    """Workers whose traffic to each shard crosses the network (a colocated host's do not)."""
     n = sc.worker_count
-    return np.array([n - (1 if s.host is not None else 0) for s in sc.shards], dtype=float)
+    return np.array([n - s.host_gpus for s in sc.shards], dtype=float)
 
 
 # Passes of the one-iteration map before its period is taken as converged.
@@ -133,10 +134,7 @@ def _ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
         busy.append((f"{shard.name} downlink", volume / shard.down))
         busy.append((f"{shard.name} uplink", volume / shard.up))
         busy.append((f"{shard.name} update", float(shard_bytes[k]) * shard.update_s_per_byte))
-    total = sc.parameter_bytes
-    for group in sc.groups:
-        busy.append((f"{group.worker_name()} uplink", total / group.up))
-        busy.append((f"{group.worker_name()} downlink", total / group.down))
+    busy += ps_link_busy(sc)
     resources = [ResourceUse(name, b, b / period) for name, b in busy]
     return times, period, resources
 
@@ -226,7 +224,7 @@ def _shards_general(
             continue
         part = layout.shard_parts[k]
         counts = [
-            group.count - (1 if shard.host is not None
+            group.count - (shard.host_gpus if shard.host is not None
                            and group.first <= shard.host < group.first + group.count else 0)
             for group in sc.groups
         ]
@@ -307,7 +305,7 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     shard_bytes = sc.placement.sum(axis=0)
     names, rows = [], []
     for k, shard in enumerate(sc.shards):
-        remote = (n - 1) / n if shard.host is not None else 1.0
+        remote = (n - shard.host_gpus) / n
         parts = {
             f"{shard.name} downlink": shard_bytes[k] * remote / shard.down,
             f"{shard.name} uplink": shard_bytes[k] * remote / shard.up,
@@ -507,7 +505,7 @@ def assemble(
             group.batch_size / t.iteration_s, t.compute_s, t.communication_s, t.wait_s,
         )
         runs.append((template, group.first, group.count))
-    workers = WorkerGroups(runs)
+    workers = WorkerGroups(runs, sc.worker_name)
     counts = [g.count for g in sc.groups]
     n = sum(counts)
     throughput = sum(g.batch_size / t.iteration_s * g.count for g, t in zip(sc.groups, times))
@@ -551,8 +549,27 @@ def describe_inputs(sc: Scenario, method: str) -> dict[str, object]:
     }
 
 
+def check_servers_supported(sc: Scenario, method: str) -> None:
+    """What the predictors do not model on servers yet: one line, exit 2 (not a guess)."""
+    from ddlperf.errors import InputError
+
+    fabric = sc.multi_gpu or any(g.nics > 1 for g in sc.groups) or sc.racks is not None
+    if not fabric:
+        return
+    if method == "simulate":
+        raise InputError("--method", "simulate does not model multi-GPU servers, several NICs "
+                         "or racks yet", "use --method analytic")
+    if sc.strategy.arch == "allreduce":
+        raise InputError("--arch", "all-reduce on multi-GPU servers, several NICs or racks is "
+                         "not modelled yet", "use --arch ps")
+    if sc.strategy.local_aggregation and sc.multi_gpu:
+        raise InputError("--local-aggregation", "is not modelled yet",
+                         "drop --local-aggregation")
+
+
 def predict_analytic(sc: Scenario) -> Prediction:
     """Coarse-grained prediction of a resolved scenario."""
+    check_servers_supported(sc, "analytic")
     strategy = sc.strategy
     notes: list[str] = []
     if strategy.arch == "allreduce":

@@ -54,10 +54,10 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
 
     Points with equal keys differ only in :func:`point_values` and the worker count.
     """
-    if len(sc.groups) != 1:
+    if len(sc.groups) != 1 or sc.racks is not None:
         return None
     g = sc.groups[0]
-    if g.first != 0:
+    if g.first != 0 or g.gpus != 1 or g.nics != 1 or g.kind != "workers":
         return None
     strategy = sc.strategy
     if strategy.arch == "ps":

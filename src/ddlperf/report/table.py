@@ -21,8 +21,6 @@ def _scenario_line(p: Prediction) -> str:
     w = inputs.get("workload", {})
     c = inputs.get("cluster", {})
     s = inputs.get("strategy", {})
-    groups = c.get("workers", [])
-    n = sum(g.get("count", 1) for g in groups)
     ps = c.get("ps", {}).get("count", 0)
     sync = s.get("sync", "?")
     if sync == "ssp":
@@ -30,9 +28,13 @@ def _scenario_line(p: Prediction) -> str:
     arch = "ring all-reduce" if s.get("arch") == "allreduce" else f"PS ×{ps}"
     if s.get("arch") != "allreduce" and c.get("ps", {}).get("placement") == "colocated":
         arch += " colocated"
+    if s.get("arch") == "allreduce" and s.get("allreduce") == "hierarchical":
+        arch = "hierarchical all-reduce"
+    if s.get("local_aggregation"):
+        arch += " (local aggregation)"
     parts = [
         f"{w.get('name')} batch {w.get('batch_size')}/worker on {w.get('device') or '?'}",
-        f"{n} workers",
+        _workers_text(c),
         arch,
         sync.upper() if sync != "ssp" else f"SSP s={s.get('staleness')}",
         f"{format_bandwidth(c.get('bandwidth', 0))} links",
@@ -42,6 +44,29 @@ def _scenario_line(p: Prediction) -> str:
         f"method {p.method}",
     ]
     return " · ".join(parts)
+
+
+def _workers_text(cluster: dict) -> str:
+    """``8 workers`` or ``32 workers on 4 servers × 8 GPUs (150GB/s intra, 2 NICs)``."""
+    if "nodes" not in cluster:
+        return f"{sum(g.get('count', 1) for g in cluster.get('workers', []))} workers"
+    nodes = cluster["nodes"]
+    n = sum(g.get("count", 1) * g.get("gpus", 1) for g in nodes)
+    shapes = []
+    for g in nodes:
+        extra = []
+        if g.get("gpus", 1) > 1 and g.get("intra"):
+            extra.append(f"{format_size(g['intra'] / 8)}/s intra")
+        if g.get("nics", 1) > 1:
+            extra.append(f"{g['nics']} NICs")
+        shape = f"{g.get('count', 1)} servers × {g.get('gpus', 1)} GPUs"
+        shapes.append(shape + (f" ({', '.join(extra)})" if extra else ""))
+    racks = cluster.get("racks")
+    text = f"{n} workers on " + " + ".join(shapes)
+    if racks:
+        text += (f", racks of {racks['servers']} ({format_bandwidth(racks['uplink'])} "
+                 "uplink)")
+    return text
 
 
 def summary_table(p: Prediction) -> Table:
@@ -79,10 +104,21 @@ def _worker_rows(workers: list[WorkerResult]) -> list[tuple[str, WorkerResult, i
             same = (first.group, first.iteration_time_s, first.compute_s, first.wait_s) == (
                 w.group, w.iteration_time_s, w.compute_s, w.wait_s)
             if same:
-                rows[-1] = (f"{first.name}–{w.name}", first, count + 1)
+                rows[-1] = (_span(first.name, w.name), first, count + 1)
                 continue
         rows.append((w.name, w, 1))
     return rows
+
+
+def _span(first: str, last: str) -> str:
+    """``w0–w7``; whole servers ``node0–3 (gpu0–7)``; ``node0/gpu1–node0/gpu7``."""
+    if "/" in first and first.endswith("/gpu0"):
+        server_a, server_b = first.split("/")[0], last.split("/")[0]
+        gpu = last.split("/")[1]
+        if server_a == server_b:
+            return f"{server_a} (gpu0–{gpu[3:]})"
+        return f"{server_a}–{server_b[4:]} (gpu0–{gpu[3:]})"
+    return f"{first}–{last}"
 
 
 def worker_table(p: Prediction) -> Table:

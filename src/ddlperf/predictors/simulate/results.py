@@ -39,7 +39,7 @@ def assemble_simulated(
     for u, unit in enumerate(units):
         g = unit.group
         template = WorkerResult(
-            f"w{unit.first}", g.name, g.device, g.batch_size, float(iteration[u]),
+            sc.worker_name(unit.first), g.name, g.device, g.batch_size, float(iteration[u]),
             g.batch_size / float(iteration[u]), float(compute[u]), float(communication[u]),
             float(wait[u]))
         runs_of_workers.append((template, unit.first, unit.count))
@@ -82,7 +82,7 @@ def assemble_simulated(
         bottleneck=bottleneck,
         breakdown_s={"compute": mean(compute), "communication": mean(communication),
                      "wait": mean(wait)},
-        workers=WorkerGroups(runs_of_workers),
+        workers=WorkerGroups(runs_of_workers, sc.worker_name),
         single_worker=single,
         resources=resources,
         inputs=inputs,
@@ -119,7 +119,7 @@ def _bottleneck(
     name = name_bottleneck(sc, times, period, resources)
     if name.startswith("straggler"):
         # The worker with the most compute, not just the first of the slowest group.
-        return f"straggler w{units[int(np.argmax(compute))].first}"
+        return f"straggler {sc.worker_name(units[int(np.argmax(compute))].first)}"
     if sc.strategy.arch == "allreduce" and name != "compute":
         return f"ring ({name})"
     return name
