@@ -18,8 +18,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "ddlperf" / "data" / "zoo.json"
-ZOO_FORMAT = "ddlperf.zoo/1"
-COUNT_BATCH = 2  # counted at batch 2 (batch-norm needs >1 value per channel), divided by 2
+ZOO_FORMAT = "ddlperf.zoo/2"
+# Counted at two batch sizes (batch-norm needs >1 value per channel): what grows with the
+# batch is per-sample work, what does not (weights, their gradients) is fixed per iteration.
+COUNT_BATCHES = (2, 4)
+# Kernel classes listed one by one (their output size sets how many waves of thread blocks
+# they run); memory-bound classes are summed per layer, pass and class.
+ONE_BY_ONE = ("conv", "conv3x3", "conv_grouped", "conv_depthwise", "matmul")
 
 
 def _versions() -> dict[str, str]:
@@ -28,8 +33,7 @@ def _versions() -> dict[str, str]:
     return {pkg: md.version(pkg) for pkg in ("torch", "torchvision", "transformers")}
 
 
-def model_entry(name: str) -> dict[str, Any]:
-    """The zoo entry of one model: reference input, parameter count, per-sample layer work."""
+def _count(name: str, batch: int) -> list[Any]:
     import torch
 
     from ddlperf.workload import layer_flops, torch_models
@@ -37,24 +41,79 @@ def model_entry(name: str) -> dict[str, Any]:
     spec = torch_models.spec(name)
     with torch.device("meta"):
         model = spec.build()
-    inputs, _ = torch_models.make_batch(spec, COUNT_BATCH, device="meta")
-    records = layer_flops.count_layers(model, inputs)
-    layers = [
-        {
-            "name": r.name,
-            "type": r.type,
-            "flops": round(r.flops / COUNT_BATCH),
-            "memory_bytes": round(r.memory_bytes / COUNT_BATCH),
-            "tensors": [{"name": t, "bytes": b} for t, b in r.tensors],
-        }
-        for r in records
-    ]
+    inputs, target = torch_models.make_batch(spec, batch, device="meta")
+    loss = torch_models.loss_function(spec)
+    return layer_flops.count_layers(model, inputs, backward=True,
+                                    loss_fn=lambda output: loss(output, target))
+
+
+def _split(small: float, large: float) -> tuple[int, int]:
+    """(per-sample, fixed) from counts at the two batch sizes."""
+    low, high = COUNT_BATCHES
+    per_sample = max(0.0, (large - small) / (high - low))
+    return round(per_sample), round(max(0.0, small - low * per_sample))
+
+
+def kernel_rows(small: list[Any], large: list[Any]) -> list[list[Any]]:
+    """``[pass, class, count, flops, bytes, fixed_bytes, out_elements]`` per kernel group.
+
+    flops, bytes and out_elements per sample; fixed_bytes per iteration (weights and their
+    gradients). Memory-bound kernels are summed per (pass, class).
+    """
+    if [(k.pass_, k.cls) for k in small] != [(k.pass_, k.cls) for k in large]:
+        raise RuntimeError("the kernel sequence changed with the batch size")
+    rows: list[list[Any]] = []
+    summed: dict[tuple[str, str], list[Any]] = {}
+    for a, b in zip(small, large):
+        flops, _ = _split(a.flops, b.flops)
+        per_sample, fixed = _split(a.bytes, b.bytes)
+        out, _ = _split(a.out_elements, b.out_elements)
+        if a.cls in ONE_BY_ONE:
+            rows.append([a.pass_, a.cls, 1, flops, per_sample, fixed, out])
+            continue
+        row = summed.get((a.pass_, a.cls))
+        if row is None:
+            row = summed[(a.pass_, a.cls)] = [a.pass_, a.cls, 0, 0, 0, 0, 0]
+            rows.append(row)
+        row[2] += 1
+        row[3] += flops
+        row[4] += per_sample
+        row[5] += fixed
+    return rows
+
+
+def model_entry(name: str) -> dict[str, Any]:
+    """The zoo entry of one model: reference input, parameter count, per-sample layer work."""
+    import torch
+
+    from ddlperf.workload import torch_models
+
+    spec = torch_models.spec(name)
+    with torch.device("meta"):
+        parameters = sum(p.numel() for p in spec.build().parameters())
+    small, large = (_count(name, batch) for batch in COUNT_BATCHES)
+    if [r.name for r in small] != [r.name for r in large]:
+        raise RuntimeError(f"{name}: the layers changed with the batch size")
+    layers = []
+    for a, b in zip(small, large):
+        flops, _ = _split(a.flops, b.flops)
+        traffic, _ = _split(a.memory_bytes, b.memory_bytes)
+        saved, _ = _split(a.saved_bytes, b.saved_bytes)
+        layers.append({
+            "name": a.name,
+            "type": a.type,
+            "flops": flops,
+            "memory_bytes": traffic,
+            "saved_bytes": saved,
+            "tensors": [{"name": t, "bytes": size} for t, size in a.tensors],
+            "kernels": kernel_rows(a.kernels, b.kernels),
+        })
     return {
         "source": spec.source,
         "task": spec.task,
         "input": spec.input,
         "default_batch_size": spec.default_batch_size,
-        "parameters": sum(p.numel() for p in model.parameters()),
+        "parameters": parameters,
         "layers": layers,
     }
 
@@ -70,8 +129,11 @@ def generate(names: list[str] | None = None) -> dict[str, Any]:
         "flop_convention": layer_flops.FLOP_CONVENTION,
         "units": (
             "per sample at the reference input; flops = forward FLOPs; memory_bytes = forward "
-            "activation traffic (inputs + outputs of every op, parameters excluded); tensor "
-            "bytes in float32; counted on the meta device at batch 2 and divided by 2"
+            "activation traffic (inputs + outputs of every op, parameters excluded); "
+            "saved_bytes = activations kept for backward; kernels = [pass (f/b), class, "
+            "count, flops, bytes, fixed_bytes, out_elements] for every forward and backward "
+            "kernel (memory-bound classes summed), fixed_bytes per iteration, the rest per "
+            "sample; bytes in float32; counted on the meta device at batches 2 and 4"
         ),
         "models": {name: model_entry(name) for name in names},
     }

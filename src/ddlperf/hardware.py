@@ -1,8 +1,11 @@
-"""Device catalog (bundled JSON) and the roofline that turns FLOPs and bytes into seconds.
+"""Device catalog (bundled JSON): datasheet figures per device, efficiencies per architecture.
 
-Why a roofline: a layer is either compute bound (FLOPs / peak) or memory bound
-(bytes moved / memory bandwidth); the slower of the two, divided by an achievable-efficiency
-factor, is a good first estimate when nothing was measured on the target device.
+A device holds what its datasheet says (peak FLOP/s per dtype, memory bandwidth and capacity,
+SM count) plus two measured constants (achievable share of the memory bandwidth, fixed cost
+per kernel). An architecture holds the achievable share of the math peak that cuDNN/cuBLAS
+kernels reach on it, calibrated from public figures (``data/calibration.json``). The kernel
+model that uses them is :mod:`ddlperf.compute`; :meth:`Device.layer_seconds` is the plain
+roofline kept for inline devices and FLOP-only estimates.
 """
 
 from __future__ import annotations
@@ -25,6 +28,36 @@ DTYPE_ALIASES = {
 }
 
 
+class PathEfficiency(BaseModel):
+    """Achievable share of one math path's peak for large dense convolutions and GEMMs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dense: float = Field(gt=0, le=1)
+    winograd: float = Field(default=1.0, ge=1, description="3×3 stride-1 convolution gain")
+
+
+class Architecture(BaseModel):
+    """Kernel efficiencies shared by every device of one GPU generation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    simt: PathEfficiency
+    tensor: PathEfficiency | None = None
+    tensor_tf32: PathEfficiency | None = Field(
+        default=None, description="TF32 on tensor cores, where it differs from FP16/BF16")
+
+    def path(self, tensor_cores: bool, dtype: str = "fp16") -> PathEfficiency:
+        """The efficiencies of the math path a kernel of ``dtype`` runs on."""
+        if not tensor_cores or self.tensor is None:
+            return self.simt
+        if dtype == "tf32" and self.tensor_tf32 is not None:
+            return self.tensor_tf32
+        return self.tensor
+
+
 class Device(BaseModel):
     """A compute device: peak FLOP/s per dtype, memory bandwidth (bytes/s), efficiency."""
 
@@ -36,6 +69,17 @@ class Device(BaseModel):
     efficiency: float = Field(default=0.5, gt=0, le=1)
     description: str = ""
     source: str = "given inline"
+    architecture: str | None = None
+    sms: int | None = Field(default=None, gt=0, description="streaming multiprocessors")
+    memory_bytes: float | None = Field(default=None, gt=0, description="device memory, bytes")
+    bandwidth_efficiency: float | None = Field(default=None, gt=0, le=1)
+    kernel_overhead_s: float = Field(default=0.0, ge=0, description="fixed seconds per kernel")
+    tensor_dtypes: tuple[str, ...] = ()
+
+    @property
+    def achievable_bandwidth_share(self) -> float:
+        """Share of ``memory_bandwidth`` streaming kernels reach (measured, else efficiency)."""
+        return self.bandwidth_efficiency or self.efficiency
 
     def peak(self, dtype: str = "fp32") -> float:
         """Peak FLOP/s for ``dtype``; falls back to fp32 where a dtype has no faster path."""
@@ -61,8 +105,22 @@ def _catalog_data() -> dict[str, Any]:
 def catalog() -> dict[str, Device]:
     """All bundled devices by name."""
     return {
-        name: Device(name=name, **spec) for name, spec in _catalog_data()["devices"].items()
+        name: Device(name=name, **{k: v for k, v in spec.items() if k != "sources"})
+        for name, spec in _catalog_data()["devices"].items()
     }
+
+
+@cache
+def architectures() -> dict[str, Architecture]:
+    """Kernel efficiencies per GPU architecture (calibrated, see data/calibration.json)."""
+    return {
+        name: Architecture(name=name, **{k: v for k, v in spec.items() if k != "fitted"})
+        for name, spec in _catalog_data()["architectures"].items()
+    }
+
+
+def architecture(name: str) -> Architecture:
+    return architectures()[name]
 
 
 def suggest(name: str, options: list[str] | tuple[str, ...]) -> str:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ddlperf.cluster import Cluster
+from ddlperf.cluster import Cluster, WorkerGroup
+from ddlperf.compute import KernelTable, rates, synthetic_rows
 from ddlperf.errors import InputError
 from ddlperf.hardware import Device, catalog
 from ddlperf.sharding import shard_matrix
@@ -153,17 +154,26 @@ def _reference_device(workload: Workload) -> Device | None:
     )
 
 
-def _roofline(workload: Workload, device: Device, batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-layer forward/backward roofline seconds at ``batch`` (backward = 2× the work)."""
-    ratio = batch / workload.batch_size
-    fwd, bwd = [], []
-    for layer in workload.layers:
-        params = layer.parameter_bytes
-        activations = max((layer.memory_bytes or 0.0) - params, 0.0) * ratio
-        flops = (layer.flops or 0.0) * ratio
-        fwd.append(device.layer_seconds(flops, activations + params, workload.dtype))
-        bwd.append(device.layer_seconds(2 * flops, 2 * (activations + params), workload.dtype))
-    return np.array(fwd), np.array(bwd)
+def _kernel_table(workload: Workload) -> KernelTable | None:
+    """Per-sample kernel rows of every layer (given, or synthesised from FLOPs and bytes)."""
+    cache = workload.derived_cache
+    if "kernel_table" not in cache:
+        rows = []
+        for layer in workload.layers:
+            if layer.kernels:
+                rows.append(layer.kernels)
+            elif layer.flops is not None and layer.memory_bytes is not None:
+                params = float(layer.parameter_bytes)
+                activations = max(layer.memory_bytes - params, 0.0) / workload.batch_size
+                rows.append(synthetic_rows(getattr(layer, "type", None),
+                                           layer.flops / workload.batch_size, activations,
+                                           params))
+            else:
+                cache["kernel_table"] = None
+                break
+        else:
+            cache["kernel_table"] = KernelTable.from_layers(rows)
+    return cache["kernel_table"]
 
 
 def group_compute(
@@ -171,9 +181,14 @@ def group_compute(
 ) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Forward, backward, unattributed seconds and update s/byte for one worker of a group.
 
-    A different device rescales each measured layer by the ratio of roofline times on the two
-    devices (exact for zoo workloads, a physically grounded estimate for profiles); a different
-    batch size without FLOP data scales times linearly. ``speed`` divides every time.
+    A different device or batch rescales each layer's forward and backward by the ratio of
+    kernel-model times (:mod:`ddlperf.compute`: per operation class, dtype, math mode, waves)
+    on the two devices at the two batches — exact for zoo workloads, a per-class estimate for
+    profiles (layers without kernel rows are priced by their type, FLOPs and bytes). Without
+    FLOP data: the ratio of effective peaks, linear in batch size. With gradient accumulation
+    (k micro-batches per synchronisation) the first k − 1 micro-batches run before the last
+    one's forward and backward, so they are added to the unattributed time, which no
+    communication overlaps. ``speed`` divides every time.
     """
     key = (None if device is None else (device.name, tuple(device.peak_flops.items()),
                                          device.memory_bandwidth, device.efficiency),
@@ -188,22 +203,21 @@ def group_compute(
     unattributed, update = workload.unattributed_s, workload.update_s_per_byte
     reference = _reference_device(workload)
     same_device = device is None or (reference is not None and device == reference)
-    has_flops = all(layer.flops is not None and layer.memory_bytes is not None
-                    for layer in workload.layers)
     if not same_device or batch != workload.batch_size:
         target = device or reference
-        if target is not None and reference is not None and has_flops:
-            ref_f, ref_b = _roofline(workload, reference, workload.batch_size)
-            new_f, new_b = _roofline(workload, target, batch)
+        table = _kernel_table(workload)
+        if target is not None and reference is not None and table is not None:
+            math = workload.provenance.get("math")
+            ref_f, ref_b = table.seconds(rates(reference, workload.dtype, math),
+                                         workload.batch_size)
+            new_f, new_b = table.seconds(rates(target, workload.dtype, math), batch)
             with np.errstate(divide="ignore", invalid="ignore"):
                 fwd = np.where(ref_f > 0, fwd * new_f / ref_f, new_f)
                 bwd = np.where(ref_b > 0, bwd * new_b / ref_b, new_b)
             total_ref = float(ref_f.sum() + ref_b.sum())
             overall = float(new_f.sum() + new_b.sum()) / total_ref if total_ref > 0 else 1.0
             unattributed *= overall
-            update *= (reference.memory_bandwidth * reference.efficiency) / (
-                target.memory_bandwidth * target.efficiency
-            )
+            update *= _stream_rate(reference) / _stream_rate(target)
         else:
             if not same_device:
                 if reference is None or device is None:
@@ -221,18 +235,24 @@ def group_compute(
                     f"{reference.name} time × {factor:.3g} (ratio of effective peaks)"
                 )
                 fwd, bwd, unattributed = fwd * factor, bwd * factor, unattributed * factor
-                update *= (reference.memory_bandwidth * reference.efficiency) / (
-                    device.memory_bandwidth * device.efficiency
-                )
+                update *= _stream_rate(reference) / _stream_rate(device)
             if batch != workload.batch_size:
                 ratio = batch / workload.batch_size
                 notes.append(f"batch {batch} ≠ profiled {workload.batch_size}: times scaled × "
                              f"{ratio:.3g} (linear in batch size)")
                 fwd, bwd, unattributed = fwd * ratio, bwd * ratio, unattributed * ratio
+    if workload.accumulation > 1:
+        unattributed += (workload.accumulation - 1) * (
+            float(fwd.sum() + bwd.sum()) + unattributed)
     result = (fwd / speed, bwd / speed, unattributed / speed, update / speed)
     cache[key] = (*result, tuple(notes))
     outer_notes.extend(notes)
     return result
+
+
+def _stream_rate(device: Device) -> float:
+    """Achievable memory bandwidth, bytes/s (what the optimizer step is bound by)."""
+    return device.memory_bandwidth * device.achievable_bandwidth_share
 
 
 def _tensor_arrays(workload: Workload) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, list[int]]:
@@ -329,7 +349,8 @@ def _plan_group(
     ready_offset, forward_s, backward_s, compute_s, _keep_alive = cache[key]
     return GroupPlan(
         name=group.name, first=first, count=segment.servers * segment.group.gpus,
-        device=device.name if device else workload.device, batch_size=batch,
+        device=device.name if device else workload.device,
+        batch_size=batch * workload.accumulation,
         forward=fwd, backward=bwd, unattributed_s=unattributed, update_s_per_byte=update,
         up=segment.up, down=segment.down,
         ready_offset=ready_offset, forward_s=forward_s, backward_s=backward_s,

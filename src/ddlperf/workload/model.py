@@ -46,6 +46,12 @@ class Layer(BaseModel):
     memory_bytes: float | None = Field(
         default=None, ge=0, description="forward memory traffic for the whole batch, bytes"
     )
+    activation_bytes: float | None = Field(
+        default=None, ge=0, description="activations kept for backward, whole batch, bytes"
+    )
+    kernels: list[Any] | None = Field(
+        default=None, description="kernel rows per sample (ddlperf.compute), for rescaling"
+    )
     forward_cv: float = Field(default=0.0, ge=0, description="coefficient of variation")
     backward_cv: float = Field(default=0.0, ge=0, description="coefficient of variation")
 
@@ -75,6 +81,7 @@ class Workload(BaseModel):
         default=None, description="tensor names in the order gradients become ready"
     )
     device: str | None = Field(default=None, description="device the times were taken for")
+    accumulation: int = Field(default=1, ge=1, description="micro-batches per synchronisation")
     dtype: str = "float32"
     provenance: dict[str, Any] = Field(default_factory=lambda: {"source": "file"})
 

@@ -313,11 +313,12 @@ def _meta_copy(subject: Subject) -> nn.Module:
     return copy.deepcopy(model, memo)
 
 
-def _entries(counts: list[layer_flops.LayerCount], scale_bytes: float) -> list[dict[str, Any]]:
-    """LayerCounts → zoo-style entries with float32 bytes (``roofline_layers`` input)."""
+def _entries(counts: list[layer_flops.LayerCount], scale_bytes: float,
+             batch: int = 1) -> list[dict[str, Any]]:
+    """LayerCounts (whole batch) → zoo-style per-sample entries with float32 bytes."""
     return [
-        {"name": c.name, "type": c.type, "flops": c.flops,
-         "memory_bytes": c.memory_bytes * scale_bytes,
+        {"name": c.name, "type": c.type, "flops": c.flops / batch,
+         "memory_bytes": c.memory_bytes * scale_bytes / batch,
          "tensors": [{"name": n, "bytes": b * scale_bytes} for n, b in c.tensors]}
         for c in counts
     ]
@@ -326,18 +327,19 @@ def _entries(counts: list[layer_flops.LayerCount], scale_bytes: float) -> list[d
 def _analytic(subject: Subject, dev: Device, dtype: str, optimizer: str) -> Workload:
     counts = _count(subject)
     to_fp32 = 4.0 / next(subject.model.parameters()).element_size()  # roofline rescales to dtype
-    layers = zoo.roofline_layers(_entries(counts, to_fp32), 1, dev, dtype)
+    batch = subject.batch_size
+    layers = zoo.priced_layers(_entries(counts, to_fp32, batch), batch, dev, dtype)
     return Workload(
         name=subject.name,
         batch_size=subject.batch_size,
         layers=layers,
-        update_s_per_byte=zoo.update_seconds_per_byte(dev, optimizer),
+        update_s_per_byte=zoo.update_seconds_per_byte(dev, optimizer, dtype),
         device=dev.name,
         dtype=zoo.dtype_name(dtype),
         provenance={
             "source": "profile", "method": "analytic", "model": subject.source,
             "input": subject.input_desc, "device": dev.name, "torch": torch.__version__,
-            "backward_factor": zoo.BACKWARD_FACTOR, "optimizer": optimizer,
+            "backward": "kernel model by layer type (ddlperf.compute)", "optimizer": optimizer,
             "flop_convention": layer_flops.FLOP_CONVENTION,
         },
     )

@@ -60,6 +60,12 @@ def _tv(name: str, **kwargs: Any) -> Callable[[], nn.Module]:
     return build
 
 
+def _resnext101_32x4d() -> nn.Module:
+    from torchvision.models.resnet import Bottleneck, ResNet
+
+    return ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=4)
+
+
 def _bert() -> nn.Module:
     from transformers import BertConfig, BertForPreTraining
 
@@ -92,9 +98,22 @@ SPECS: dict[str, ModelSpec] = {
         _image("vgg16"),
         _image("vgg19"),
         _image("resnet18"),
+        _image("resnet34"),
         _image("resnet50"),
         _image("resnet101"),
         _image("resnet152"),
+        _image("resnext50_32x4d"),
+        _image("resnext101_32x8d"),
+        ModelSpec(
+            name="resnext101_32x4d",
+            source="torchvision.models.resnet.ResNet(Bottleneck, [3, 4, 23, 3], groups=32, "
+                   "width_per_group=4)",
+            task="image-classification",
+            kind="image",
+            input={"shape": [3, 224, 224]},
+            default_batch_size=32,
+            builder=_resnext101_32x4d,
+        ),
         _image("inception_v3", size=299, init_weights=False),
         _image("densenet121"),
         _image("mobilenet_v2"),

@@ -1,18 +1,18 @@
-"""Bundled model zoo: per-layer FLOPs and bytes of well-known models, turned into Workloads.
+"""Bundled model zoo: per-layer kernels of well-known models, turned into Workloads.
 
 Torch-free on purpose (the prediction path never imports torch): the numbers were counted once
-by ``tools/gen_zoo.py`` and ship as ``data/zoo.json``. ``load`` turns them into seconds on a
-catalog device with the roofline of :meth:`ddlperf.hardware.Device.layer_seconds`.
+by ``tools/gen_zoo.py`` and ship as ``data/zoo.json``. ``load`` prices every forward and
+backward kernel on a catalog device with :mod:`ddlperf.compute` (per operation class, dtype,
+math mode and batch size).
 
-Assumptions (also in the README):
-- backward ≈ 2 × forward: twice the FLOPs (gradients w.r.t. inputs and weights) and twice the
-  memory traffic of the forward pass;
-- the optimizer is SGD with momentum; per parameter byte it reads weight, gradient and momentum
-  and writes weight and momentum — :data:`UPDATE_TRAFFIC` = 5 bytes moved per parameter byte
-  (a fused kernel; it is purely memory bound). Adam: 7 (weight, grad, m, v in; weight, m, v
-  out);
-- in reduced precision (fp16/bf16) activations and parameter/gradient tensors shrink with the
-  element size (gradients are exchanged in the training dtype).
+Assumptions (also in the README and docs/compute.md):
+- the backward pass is the kernels autograd runs (counted on the meta device), not a factor;
+- the optimizer is SGD with momentum; per parameter it reads weight, gradient and momentum
+  and writes weight and momentum (:data:`UPDATE_TRAFFIC` = 5 float32 values, a fused
+  memory-bound kernel). Adam: 7 (weight, grad, m, v in; weight, m, v out);
+- in mixed precision (fp16/bf16) activations shrink with the element size; master weights,
+  and optimizer state stay float32; gradients are exchanged in ``grad_dtype`` (default: the
+  compute dtype).
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ddlperf import compute
+from ddlperf.compute import ELEMENT_BYTES, KernelTable
 from ddlperf.errors import InputError
-from ddlperf.hardware import DTYPE_ALIASES, Device, device_from_spec, suggest
+from ddlperf.hardware import Architecture, Device, device_from_spec, suggest
 from ddlperf.workload.model import Layer, Tensor, Workload
 
-ZOO_FORMAT = "ddlperf.zoo/1"
-BACKWARD_FACTOR = 2.0
+ZOO_FORMAT = "ddlperf.zoo/2"
 UPDATE_TRAFFIC = 5.0
 ADAM_TRAFFIC = 7.0  # reads weight, grad, m, v; writes weight, m, v
-ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 DTYPE_NAMES = {"fp32": "float32", "tf32": "tf32", "fp16": "float16", "bf16": "bfloat16"}
 
 
@@ -88,74 +88,128 @@ def load(
     batch_size: int | None = None,
     device: str | Device = "V100",
     dtype: str = "fp32",
+    math: str | None = None,
+    grad_dtype: str | None = None,
+    accumulation: int = 1,
 ) -> Workload:
-    """The zoo model ``name`` as a Workload on ``device`` (roofline times) at ``batch_size``."""
+    """The zoo model ``name`` as a Workload on ``device`` at ``batch_size`` (per micro-batch).
+
+    ``dtype``/``math``: what the kernels compute in (:func:`ddlperf.compute.math_plan`);
+    ``grad_dtype``: what gradients are exchanged in (default: ``dtype``); ``accumulation``:
+    micro-batches per synchronisation.
+    """
     key, entry = _entry(name)
     batch = entry["default_batch_size"] if batch_size is None else batch_size
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
         raise InputError("batch_size", f"must be a whole number > 0, got {batch_size!r}")
     dev = device if isinstance(device, Device) else device_from_spec(device, "device")
+    layers = priced_layers(entry["layers"], batch, dev, dtype, math, grad_dtype,
+                           table=_table(key))
     return Workload(
         name=key,
         batch_size=batch,
-        layers=roofline_layers(entry["layers"], batch, dev, dtype),
-        update_s_per_byte=update_seconds_per_byte(dev),
+        layers=layers,
+        update_s_per_byte=update_seconds_per_byte(dev, grad_dtype=grad_dtype or dtype),
         device=dev.name,
         dtype=dtype_name(dtype),
+        accumulation=check_accumulation(accumulation),
         provenance={
             "source": "zoo",
             "model": key,
             "device": dev.name,
-            "method": "roofline",
+            "method": "kernel model",
+            "math": compute.math_key(math),
+            "grad_dtype": dtype_name(grad_dtype or dtype),
             "input": entry["input"],
-            "backward_factor": BACKWARD_FACTOR,
             "optimizer": "sgd-momentum",
             "update_traffic_bytes_per_byte": UPDATE_TRAFFIC,
         },
     )
 
 
+def check_accumulation(accumulation: int) -> int:
+    if isinstance(accumulation, bool) or not isinstance(accumulation, int) or accumulation < 1:
+        raise InputError("--accumulation", f"must be a whole number ≥ 1, got {accumulation!r}",
+                         "micro-batches per synchronisation, e.g. 4")
+    return accumulation
+
+
 def dtype_name(dtype: str) -> str:
     """``fp16`` → ``float16`` (the Workload's spelling); unknown dtypes raise InputError."""
-    key = DTYPE_ALIASES.get(dtype.lower())
-    if key is None:
-        raise InputError("dtype", f"unknown dtype {dtype!r}", "use fp32, tf32, fp16 or bf16")
-    return DTYPE_NAMES[key]
+    return DTYPE_NAMES[compute.dtype_key(dtype)]
 
 
-def update_seconds_per_byte(device: Device, optimizer: str = "sgd") -> float:
-    """Roofline optimizer cost: memory traffic per parameter byte over achievable bandwidth."""
+def update_seconds_per_byte(device: Device, optimizer: str = "sgd",
+                            grad_dtype: str = "fp32") -> float:
+    """Optimizer cost per gradient byte: float32 traffic over achievable bandwidth."""
     traffic = UPDATE_TRAFFIC if optimizer == "sgd" else ADAM_TRAFFIC
-    return traffic / (device.memory_bandwidth * device.efficiency)
+    per_grad_byte = 4.0 / ELEMENT_BYTES[compute.dtype_key(grad_dtype, "--grad-dtype")]
+    return traffic * per_grad_byte / (device.memory_bandwidth
+                                       * device.achievable_bandwidth_share)
 
 
-def roofline_layers(
-    entries: list[dict[str, Any]], batch: int, device: Device, dtype: str = "fp32"
+@cache
+def _table(key: str) -> KernelTable:
+    return KernelTable.from_layers([layer["kernels"] for layer in _entry(key)[1]["layers"]])
+
+
+def layer_kernels(spec: dict[str, Any]) -> list[list[Any]]:
+    """A zoo-style entry's kernel rows, synthesised from its FLOPs and bytes if it has none."""
+    if spec.get("kernels"):
+        return spec["kernels"]
+    params = float(sum(t["bytes"] for t in spec.get("tensors", [])))
+    return compute.synthetic_rows(spec.get("type"), float(spec.get("flops") or 0.0),
+                                  float(spec.get("memory_bytes") or 0.0), params)
+
+
+def priced_layers(
+    entries: list[dict[str, Any]], batch: int, device: Device, dtype: str = "fp32",
+    math: str | None = None, grad_dtype: str | None = None, table: KernelTable | None = None,
 ) -> tuple[Layer, ...]:
-    """Layers with roofline times from zoo-style entries (per-sample work, float32 bytes).
+    """Layers with kernel-model times from zoo-style entries (per-sample work, float32 bytes).
 
-    ``memory_bytes`` of a layer = activation traffic × batch + its parameter bytes (read once).
+    ``memory_bytes`` of a layer = forward activation traffic × batch + its parameter bytes.
     """
-    device.peak(dtype)  # unknown dtype → InputError
-    scale = ELEMENT_BYTES[DTYPE_ALIASES[dtype.lower()]] / 4.0
+    rates = compute.rates(device, dtype, math)
+    grad_scale = ELEMENT_BYTES[compute.dtype_key(grad_dtype or dtype, "--grad-dtype")] / 4.0
+    table = table or KernelTable.from_layers([layer_kernels(e) for e in entries])
+    forward, backward = table.seconds(rates, batch)
     layers = []
-    for spec in entries:
+    for i, spec in enumerate(entries):
         tensors = tuple(
-            Tensor(name=t["name"], bytes=max(1, round(t["bytes"] * scale))) for t in spec["tensors"]
+            Tensor(name=t["name"], bytes=max(1, round(t["bytes"] * grad_scale)))
+            for t in spec["tensors"]
         )
-        flops = float(spec["flops"]) * batch
-        memory = float(spec["memory_bytes"]) * scale * batch + sum(t.bytes for t in tensors)
+        params = float(sum(t["bytes"] for t in spec["tensors"]))
         layers.append(
             Layer(
                 name=spec["name"],
                 type=spec["type"],
-                forward_s=device.layer_seconds(flops, memory, dtype),
-                backward_s=device.layer_seconds(
-                    BACKWARD_FACTOR * flops, BACKWARD_FACTOR * memory, dtype
-                ),
+                forward_s=float(forward[i]),
+                backward_s=float(backward[i]),
                 tensors=tensors,
-                flops=flops,
-                memory_bytes=memory,
+                flops=float(spec["flops"]) * batch,
+                memory_bytes=(float(spec["memory_bytes"]) * batch + params)
+                * rates.element_scale,
+                activation_bytes=float(spec.get("saved_bytes", 0.0)) * batch
+                * rates.element_scale,
+                kernels=spec.get("kernels") or layer_kernels(spec),
             )
         )
     return tuple(layers)
+
+
+def single_device_throughput(
+    name: str, device: str | Device, batch_size: int, dtype: str = "fp32",
+    math: str | None = None, arch: Architecture | None = None,
+) -> float:
+    """Samples/s of one device training ``name`` alone: batch / (forward + backward + update).
+
+    ``arch`` replaces the device's architecture efficiencies (for calibration).
+    """
+    key, entry = _entry(name)
+    dev = device if isinstance(device, Device) else device_from_spec(device, "device")
+    forward, backward = _table(key).seconds(compute.rates(dev, dtype, math, arch), batch_size)
+    params = sum(t["bytes"] for layer in entry["layers"] for t in layer["tensors"])
+    update = update_seconds_per_byte(dev) * params
+    return batch_size / (float(forward.sum() + backward.sum()) + update)
