@@ -59,26 +59,43 @@ def make_workload(
     workload: Workload | str | Path | dict[str, Any] | None = None,
     batch_size: int | None = None,
     device: str | None = None,
-    dtype: str = "fp32",
+    dtype: str | None = None,
+    math: str | None = None,
+    grad_dtype: str | None = None,
+    accumulation: int | None = None,
 ) -> Workload:
-    """A zoo model at a batch size on a device, or a workload file / object."""
+    """A zoo model at a batch size on a device, or a workload file / object.
+
+    ``dtype``/``math``/``grad_dtype`` apply to zoo models (a workload file's times were taken
+    at its own dtype); ``accumulation`` (micro-batches per synchronisation) to both.
+    """
+    from ddlperf.workload import zoo
+
     if model is not None and workload is not None:
         raise InputError("--model", "give either --model or --workload, not both")
     if batch_size is not None and batch_size <= 0:
         raise InputError("--batch-size", f"must be a positive integer, got {batch_size}")
+    k = zoo.check_accumulation(1 if accumulation is None else accumulation)
     if workload is not None:
+        for flag, value in (("--dtype", dtype), ("--math", math), ("--grad-dtype", grad_dtype)):
+            if value is not None:
+                raise InputError(flag, "applies to zoo models (--model), not to a workload "
+                                 "file", "profile the model at that dtype instead")
         if isinstance(workload, Workload):
-            return workload
-        if isinstance(workload, dict):
-            return Workload.from_dict(workload)
-        return load_workload(workload)
-    from ddlperf.workload import zoo
-
+            loaded = workload
+        elif isinstance(workload, dict):
+            loaded = Workload.from_dict(workload)
+        else:
+            loaded = load_workload(workload)
+        return loaded if accumulation is None else loaded.with_updates(accumulation=k)
     return zoo.load(
         model or DEFAULTS["model"],
         batch_size=batch_size or DEFAULTS["batch_size"],
         device=device or DEFAULTS["device"],
-        dtype=dtype,
+        dtype=dtype or "fp32",
+        math=math,
+        grad_dtype=grad_dtype,
+        accumulation=k,
     )
 
 
@@ -258,6 +275,10 @@ def predict(
     rack_uplink: str | float | None = None,
     allreduce: str = "ring",
     local_aggregation: bool = False,
+    dtype: str | None = None,
+    math: str | None = None,
+    grad_dtype: str | None = None,
+    accumulation: int | None = None,
     **simulate_options: Any,
 ) -> Prediction:
     """Predict one scenario. With no arguments: the built-in default (resnet50, 8×V100, 2 PS).
@@ -271,7 +292,8 @@ def predict(
         name = "--" + next(iter(simulate_options)).replace("_", "-")
         raise InputError(name, f"only applies to --method simulate (got {method})",
                          "add --method simulate")
-    the_workload = make_workload(model, workload, batch_size, device)
+    the_workload = make_workload(model, workload, batch_size, device, dtype, math, grad_dtype,
+                                 accumulation)
     if strategy is None:
         strategy = make_strategy(arch, sync, staleness, sharding, overlap, bucket_size,
                                  allreduce, local_aggregation)
@@ -283,7 +305,11 @@ def predict(
     if method == "simulate":
         from ddlperf.predictors.simulate import predict_simulate
 
-        return predict_simulate(scenario, **simulate_options)
-    from ddlperf.predictors.analytic import predict_analytic
+        prediction = predict_simulate(scenario, **simulate_options)
+    else:
+        from ddlperf.predictors.analytic import predict_analytic
 
-    return predict_analytic(scenario)
+        prediction = predict_analytic(scenario)
+    if scenario.memory:
+        prediction.inputs["memory"] = scenario.memory
+    return prediction

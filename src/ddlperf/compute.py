@@ -26,7 +26,6 @@ Devices without an architecture (inline ``name=X,peak=…,bw=…,eff=…``) use 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any

@@ -16,6 +16,7 @@ from ddlperf.cluster import Cluster, WorkerGroup
 from ddlperf.compute import KernelTable, rates, synthetic_rows
 from ddlperf.errors import InputError
 from ddlperf.hardware import Device, catalog
+from ddlperf.memory import memory_note, worker_memory
 from ddlperf.sharding import shard_matrix
 from ddlperf.strategy import Strategy
 from ddlperf.topology import RackPlan, Segment, plan_servers
@@ -118,6 +119,7 @@ class Scenario:
     latency_s: float
     notes: list[str] = field(default_factory=list)
     racks: RackPlan | None = None
+    memory: dict[str, dict[str, object]] = field(default_factory=dict)  # per group
 
     @property
     def worker_count(self) -> int:
@@ -284,9 +286,11 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
         placement = _placement(workload, cluster.ps.count, strategy.sharding)
     segments, racks = plan_servers(cluster, strategy, placement.sum(axis=0))
     groups: list[GroupPlan] = []
+    memory: dict[str, dict[str, object]] = {}
     first = 0
     for segment in segments:
         groups.append(_plan_group(workload, cluster, segment, first, notes))
+        _check_memory(workload, segment.group.source, memory, notes)
         first += segment.servers * segment.group.gpus
     hierarchical = strategy.arch == "allreduce" and strategy.allreduce == "hierarchical"
     if hierarchical and len({g.gpus for g in groups}) > 1:
@@ -311,7 +315,24 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
         workload=workload, cluster=cluster, strategy=strategy, groups=tuple(groups),
         shards=tuple(shards), tensor_names=names, tensor_bytes=sizes, tensor_layer=layers,
         placement=placement, latency_s=cluster.latency, notes=notes, racks=racks,
+        memory=memory,
     )
+
+
+def _check_memory(workload: Workload, group: WorkerGroup, memory: dict[str, dict[str, object]],
+                  notes: list[str]) -> None:
+    """Each group's memory per worker, and a note when it does not fit the device."""
+    if group.name in memory:
+        return
+    device = group.resolved_device() or _reference_device(workload)
+    batch = group.batch_size or workload.batch_size
+    report = worker_memory(workload, device, batch)
+    if report is None:
+        return
+    memory[group.name] = report
+    note = memory_note(group.name, device, report, batch) if device is not None else None
+    if note is not None:
+        notes.append(note)
 
 
 def _placement(workload: Workload, shards: int, policy: str) -> np.ndarray:

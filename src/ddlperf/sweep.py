@@ -21,7 +21,8 @@ from ddlperf.api import DEFAULTS, METHODS, make_cluster, make_strategy, make_wor
 from ddlperf.errors import InputError
 from ddlperf.scenario import resolve
 
-AXES = ("model", "batch_size", "device", "workers", "ps", "placement", "arch", "sync",
+AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumulation",
+        "workers", "ps", "placement", "arch", "sync",
         "staleness", "sharding", "overlap", "bucket_size", "bandwidth", "latency", "goodput")
 RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",
                "bottleneck")
@@ -115,7 +116,7 @@ def _hashable(value: Any) -> Any:
 
 def _workload_key(spec: dict[str, Any]) -> tuple[Any, ...]:
     return (spec.get("model"), _hashable(spec.get("workload")), spec.get("batch_size"),
-            spec.get("device"))
+            spec.get("device"), *(spec.get(k) for k in _COMPUTE_FIELDS))
 
 
 def _strategy_key(spec: dict[str, Any]) -> tuple[Any, ...]:
@@ -127,7 +128,8 @@ def _workload_and_strategy(spec: dict[str, Any], state: _State) -> tuple[Any, An
     wkey = _workload_key(spec)
     if wkey not in state.workloads:
         state.workloads[wkey] = make_workload(spec.get("model"), spec.get("workload"),
-                                              spec.get("batch_size"), spec.get("device"))
+                                              spec.get("batch_size"), spec.get("device"),
+                                              *(spec.get(k) for k in _COMPUTE_FIELDS))
     skey = _strategy_key(spec)
     if skey not in state.strategies:
         state.strategies[skey] = make_strategy(
@@ -171,7 +173,9 @@ def _plan(
     return key, scenario, workers, point_values
 
 
-_TEMPLATE_FIELDS = ("model", "workload", "batch_size", "device", "arch", "sync", "staleness",
+_COMPUTE_FIELDS = ("dtype", "math", "grad_dtype", "accumulation")
+_TEMPLATE_FIELDS = ("model", "workload", "batch_size", "device", *_COMPUTE_FIELDS, "arch",
+                    "sync", "staleness",
                     "sharding", "overlap", "bucket_size", "ps", "bandwidth", "latency",
                     "goodput", "placement")
 _MISSING = object()

@@ -255,7 +255,7 @@ def test_attention_out_proj_gets_its_own_flops() -> None:
         ({"model": "resnet18", "step_time": 1.0}, "--step-time"),
         ({"model": "resnet18", "device": "tpu"}, "--device"),
         ({"model": "resnet18", "analytic": True, "device": "V1000"}, "--device"),
-        ({"model": "resnet18", "analytic": True, "dtype": "fp8"}, "dtype"),
+        ({"model": "resnet18", "analytic": True, "dtype": "fp8"}, "--dtype"),
         ({"model": nn.ReLU(), "example_input": torch.randn(2, 3)}, "model"),
     ],
 )

@@ -51,6 +51,10 @@ def predict(
     workload: Annotated[Path | None, typer.Option(help="workload JSON (from 'ddlperf profile' or by hand)")] = None,
     batch_size: Annotated[int | None, typer.Option(help="samples per worker per iteration; default 32 (zoo)")] = None,
     device: Annotated[str | None, typer.Option(help="device of every worker: catalog name (see 'ddlperf devices') or name=X,peak=50TFLOPS,bw=900GB/s; default V100")] = None,
+    dtype: Annotated[str | None, typer.Option(help="compute dtype: fp32, tf32, fp16 or bf16 (mixed precision); default fp32")] = None,
+    math: Annotated[str | None, typer.Option(help="fp32 math: default (PyTorch: TF32 convolutions on Ampere+, FP32 matmuls), tf32 or ieee")] = None,
+    grad_dtype: Annotated[str | None, typer.Option(help="dtype gradients are exchanged in; default --dtype")] = None,
+    accumulation: Annotated[int | None, typer.Option(help="micro-batches per synchronisation (gradient accumulation); default 1")] = None,
     workers: Annotated[int | None, typer.Option(help="number of workers; default 8")] = None,
     ps: Annotated[int | None, typer.Option(help="parameter-server shards; default 2 (ps), 0 (allreduce)")] = None,
     placement: Annotated[Placement | None, typer.Option(help="PS on own hosts or one on each worker host")] = None,
@@ -95,7 +99,8 @@ def predict(
         overlap=overlap, bucket_size=bucket_size, bandwidth=bandwidth, latency=latency,
         goodput=goodput, gpus_per_node=gpus_per_node, intra=intra, nics=nics,
         rack_size=rack_size, rack_uplink=rack_uplink, allreduce=allreduce.value,
-        local_aggregation=local_aggregation, **simulate,
+        local_aggregation=local_aggregation, dtype=dtype, math=math, grad_dtype=grad_dtype,
+        accumulation=accumulation, **simulate,
     )
     if json_output:
         print_json(prediction.to_dict())

@@ -38,6 +38,8 @@ def _list(text: str | None, field: str, kind: type = str) -> list[Any] | None:
 CHOICES = {
     "arch": ("ps", "allreduce"), "sync": ("bsp", "asp", "ssp"),
     "sharding": ("round_robin", "greedy", "even"), "placement": ("dedicated", "colocated"),
+    "dtype": ("fp32", "tf32", "fp16", "bf16"), "grad_dtype": ("fp32", "tf32", "fp16", "bf16"),
+    "math": ("default", "tf32", "ieee"),
 }
 
 
@@ -64,6 +66,10 @@ def sweep(
     workload: Annotated[Path | None, typer.Option(help="workload JSON instead of --model")] = None,
     batch_size: Annotated[str | None, typer.Option(help="e.g. 16,32,64")] = None,
     device: Annotated[str | None, typer.Option(help="catalog devices, e.g. V100,A100")] = None,
+    dtype: Annotated[str | None, typer.Option(help="compute dtypes, e.g. fp32,fp16")] = None,
+    math: Annotated[str | None, typer.Option(help="fp32 math modes: default,tf32,ieee")] = None,
+    grad_dtype: Annotated[str | None, typer.Option(help="gradient dtypes, e.g. fp32,fp16")] = None,
+    accumulation: Annotated[str | None, typer.Option(help="micro-batches per sync, e.g. 1,4")] = None,
     workers: Annotated[str | None, typer.Option(help="e.g. 1,2,4,8,16")] = None,
     ps: Annotated[str | None, typer.Option(help="PS shards, e.g. 1,2,4")] = None,
     placement: Annotated[str | None, typer.Option(help="dedicated,colocated")] = None,
@@ -95,6 +101,8 @@ def sweep(
     axes: dict[str, list[Any]] = {}
     for name, text, kind in (
         ("model", model, str), ("batch_size", batch_size, int), ("device", device, str),
+        ("dtype", dtype, str), ("math", math, str), ("grad_dtype", grad_dtype, str),
+        ("accumulation", accumulation, int),
         ("workers", workers, int), ("ps", ps, int), ("placement", placement, str),
         ("arch", arch, str), ("sync", sync, str), ("staleness", staleness, int),
         ("sharding", sharding, str), ("overlap", overlap, bool),

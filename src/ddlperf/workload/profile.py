@@ -52,6 +52,7 @@ try:
 except ModuleNotFoundError as exc:  # pragma: no cover - exercised via subprocess in tests
     raise MissingExtraError("ddlperf.profile", "torch", exc.name or "torch") from exc
 
+from ddlperf import compute
 from ddlperf.hardware import Device, catalog, device_from_spec
 from ddlperf.workload import layer_flops, torch_models, zoo
 from ddlperf.workload.model import Layer, Tensor, Workload
@@ -251,7 +252,7 @@ class _precision:
 
 def _prepare(subject: Subject, where: torch.device, dtype: str) -> None:
     """Move model and batch to the measuring device and dtype; training mode."""
-    tdtype = TORCH_DTYPES[zoo.DTYPE_ALIASES[dtype.lower()]]
+    tdtype = TORCH_DTYPES[compute.dtype_key(dtype)]
     subject.model.to(device=where, dtype=tdtype)
     subject.model.train()
 
