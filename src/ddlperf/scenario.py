@@ -326,7 +326,11 @@ def _check_memory(workload: Workload, group: WorkerGroup, memory: dict[str, dict
         return
     device = group.resolved_device() or _reference_device(workload)
     batch = group.batch_size or workload.batch_size
-    report = worker_memory(workload, device, batch)
+    key = ("memory", None if device is None else device.name, batch)
+    cache = workload.derived_cache
+    if key not in cache:
+        cache[key] = worker_memory(workload, device, batch)
+    report = cache[key]
     if report is None:
         return
     memory[group.name] = report
