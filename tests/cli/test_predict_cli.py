@@ -30,7 +30,8 @@ def test_json_has_documented_keys():
     result = invoke("predict", "--json", "--workers", "4", "--ps", "1")
     data = json.loads(result.stdout)
     assert data.keys() >= REQUIRED
-    assert set(data["breakdown_s"]) == {"compute", "communication", "wait"}
+    assert set(data["breakdown_s"]) == {"compute", "communication", "wait",
+                                        "communication_intra", "communication_inter"}
     assert len(data["workers"]) == 4
     assert {"name", "iteration_time_s", "throughput_samples_per_s"} <= data["workers"][0].keys()
     assert data["inputs"]["cluster"]["bandwidth"] == 10e9

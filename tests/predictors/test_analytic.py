@@ -38,7 +38,9 @@ def test_bsp_ps_single_tensor_by_hand():
     assert p.bottleneck == "ps0 downlink"
     assert p.breakdown_s["compute"] == pytest.approx(0.003)
     assert p.breakdown_s["wait"] == 0
-    assert sum(p.breakdown_s.values()) == pytest.approx(p.iteration_time_s)
+    parts = ("compute", "communication", "wait")
+    assert sum(p.breakdown_s[k] for k in parts) == pytest.approx(p.iteration_time_s)
+    assert p.breakdown_s["communication_inter"] == p.breakdown_s["communication"]
     # alone: 3 ms compute + 4 ms update → 32 / 0.007 samples/s
     assert p.single_worker["throughput_samples_per_s"] == pytest.approx(32 / 0.007)
     assert p.speedup == pytest.approx(p.throughput_samples_per_s / (32 / 0.007))

@@ -22,9 +22,17 @@ import numpy as np
 
 from ddlperf.cluster import TCP_ETHERNET_GOODPUT
 from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
-from ddlperf.predictors.server_links import ps_link_busy
+from ddlperf.predictors.rings import ring_intra_share, ring_phases
+from ddlperf.predictors.server_links import (
+    aggregates,
+    host_endpoints,
+    ps_endpoint_rates,
+    ps_endpoints,
+    ps_intra_share,
+    ps_link_busy,
+)
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
-from ddlperf.scenario import GroupPlan, Scenario
+from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
 
 # Below this share of the iteration, exposed communication is not called a bottleneck.
 COMPUTE_BOUND_SHARE = 0.05
@@ -38,15 +46,23 @@ class GroupTime:
     compute_s: float
     communication_s: float
     wait_s: float
+    intra_s: float = 0.0  # the part of communication_s inside servers
 
 
 # ---------------------------------------------------------------- parameter server, BSP
 
 
 def _ps_senders(sc: Scenario) -> np.ndarray:
-    """Workers whose traffic to each shard crosses the network (a colocated host's do not)."""
-    n = sc.worker_count
-    return np.array([n - s.host_gpus for s in sc.shards], dtype=float)
+    """Endpoints (workers, or servers when aggregating) whose traffic to each shard crosses
+    the network (a colocated host's do not)."""
+    n = sum(ps_endpoints(sc, g) for g in sc.groups)
+    return np.array([n - _at_host(sc, s) for s in sc.shards], dtype=float)
+
+
+def _at_host(sc: Scenario, shard: ShardPlan) -> int:
+    if shard.host is None:
+        return 0
+    return host_endpoints(sc, sc.group_of(shard.host))
 
 
 # Passes of the one-iteration map before its period is taken as converged.
@@ -162,9 +178,12 @@ def _bsp_pass(
 
     readies, ends = [], []
     for group, before in zip(sc.groups, previous_end):
+        up, down = ps_endpoint_rates(sc, group)
         down_done = np.empty(len(sizes))
-        down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / group.down)
+        down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / down)
         arrival = np.maximum(pulled, down_done) + alpha
+        if aggregates(sc, group):  # all-gather the pulled slices over the fabric
+            arrival = _inside_server(sc, group, arrival)
         if overlap:  # a layer starts once its parameters arrived and the previous layer ended
             layer_arrival = np.zeros(len(group.forward))
             layer_arrival[layout.layer_has] = np.maximum.reduceat(arrival[layout.order],
@@ -176,18 +195,32 @@ def _bsp_pass(
         ready, backward_end = backward_ready(sc, group, forward_end + group.unattributed_s)
         if not overlap:
             ready = np.full_like(ready, backward_end)
+        if aggregates(sc, group):  # reduce-scatter the gradients over the fabric first
+            ready = _inside_server(sc, group, ready)
         readies.append(ready)
         ends.append(backward_end)
 
-    # Push: each worker's uplink and each shard's downlink are FIFO links.
-    sent = serial_finish(readies[0], sizes / sc.groups[0].up)
+    # Push: each endpoint's uplink and each shard's downlink are FIFO links.
+    sent = serial_finish(readies[0], sizes / ps_endpoint_rates(sc, sc.groups[0])[0])
     for group, ready in zip(sc.groups[1:], readies[1:]):
-        sent = np.maximum(sent, serial_finish(ready, sizes / group.up))
+        sent = np.maximum(sent, serial_finish(ready, sizes / ps_endpoint_rates(sc, group)[0]))
     if len(sc.groups) == 1 and layout.ready_sorted:
         updates = _shards_one_group(sc, layout, readies[0], sent, senders)
     else:
         updates = _shards_general(sc, layout, readies, sent)
     return updates, ends
+
+
+def _inside_server(sc: Scenario, group: GroupPlan, ready: np.ndarray) -> np.ndarray:
+    """Local aggregation's reduce-scatter (or all-gather) of each tensor inside a server: a
+    FIFO over the fabric in the order tensors become ready, (G−1) steps of 1/G of the tensor,
+    their latencies paid on arrival (as a connection pays them)."""
+    g = group.gpus
+    order = np.argsort(ready, kind="stable")
+    work = (g - 1) / g * sc.tensor_bytes[order] / group.intra
+    done = np.empty_like(ready)
+    done[order] = serial_finish(ready[order], work) + (g - 1) * sc.latency_s
+    return done
 
 
 def _shards_one_group(
@@ -224,8 +257,9 @@ def _shards_general(
             continue
         part = layout.shard_parts[k]
         counts = [
-            group.count - (shard.host_gpus if shard.host is not None
-                           and group.first <= shard.host < group.first + group.count else 0)
+            ps_endpoints(sc, group) - (_at_host(sc, shard) if shard.host is not None
+                                       and group.first <= shard.host < group.first + group.count
+                                       else 0)
             for group in sc.groups
         ]
         per_byte = sum(counts) / shard.down
@@ -397,16 +431,9 @@ def bucket_layout(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
     return cache[key]
 
 
-def ring_allreduce_seconds(size: float, workers: int, rate: float, alpha: float) -> float:
-    """2(N−1) steps, each moving size/N bytes over the slowest link plus one latency."""
-    if workers <= 1:
-        return 0.0
-    return 2 * (workers - 1) * (alpha + size / (workers * rate))
-
-
 def _allreduce(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
-    n = sc.worker_count
-    rate = min(min(g.up, g.down) for g in sc.groups)
+    """Buckets in gradient-ready order on one stream; each bucket runs the ring's phases."""
+    phases = ring_phases(sc)
     last, bucket_bytes = bucket_layout(sc)
     total = float(sc.tensor_bytes.sum())
     ready = np.full(len(last), -np.inf)
@@ -424,15 +451,20 @@ def _allreduce(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]
         ready = np.maximum(ready, update + bucket_ready)
         end_all = max(end_all, update + backward_end)
         computes.append(group.compute_s + update)
-    step = np.array([ring_allreduce_seconds(s, n, rate, sc.latency_s) for s in bucket_bytes])
+    per_phase = [np.array([phase.seconds(s, sc.latency_s) for s in bucket_bytes])
+                 for phase in phases]
+    step = sum(per_phase) if per_phase else np.zeros(len(bucket_bytes))
     finish = serial_finish(ready, step)
     period = max(float(finish[-1]), end_all)
     slowest = max(computes)
-    times = [GroupTime(period, c, period - slowest, slowest - c) for c in computes]
-    slow_group = min(sc.groups, key=lambda g: min(g.up, g.down))
-    link = "uplink" if slow_group.up <= slow_group.down else "downlink"
-    busy = float(step.sum())
-    resources = [ResourceUse(f"ring ({slow_group.worker_name()} {link})", busy, busy / period)]
+    busy: dict[str, float] = {}
+    for phase, seconds in zip(phases, per_phase):
+        name = f"ring ({phase.binding})"
+        busy[name] = busy.get(name, 0.0) + float(seconds.sum())
+    share = ring_intra_share(sc, phases, list(bucket_bytes))
+    times = [GroupTime(period, c, period - slowest, slowest - c, share * (period - slowest))
+             for c in computes]
+    resources = [ResourceUse(name, b, b / period) for name, b in busy.items()]
     return times, period, resources
 
 
@@ -498,6 +530,9 @@ def assemble(
     bottleneck: str, extra_notes: list[str] | None = None,
 ) -> Prediction:
     """Expand group results into per-worker results and the cluster-level summary."""
+    if sc.strategy.arch == "ps":
+        times = [replace(t, intra_s=ps_intra_share(sc, g) * t.communication_s)
+                 for g, t in zip(sc.groups, times)]
     runs = []
     for group, t in zip(sc.groups, times):
         template = WorkerResult(
@@ -522,17 +557,24 @@ def assemble(
         speedup=throughput / float(single["throughput_samples_per_s"]),  # type: ignore[arg-type]
         scaling_efficiency=throughput / standalone_sum,
         bottleneck=bottleneck,
-        breakdown_s={
-            "compute": mean([t.compute_s for t in times]),
-            "communication": mean([t.communication_s for t in times]),
-            "wait": mean([t.wait_s for t in times]),
-        },
+        breakdown_s=breakdown(
+            mean([t.compute_s for t in times]), mean([t.communication_s for t in times]),
+            mean([t.wait_s for t in times]), mean([t.intra_s for t in times])),
         workers=workers,
         single_worker=single,
         resources=resources,
         inputs=describe_inputs(sc, method),
         notes=notes,
     )
+
+
+def breakdown(compute: float, communication: float, wait: float,
+              intra: float) -> dict[str, float]:
+    """``breakdown_s``: compute, communication (exposed, in all), wait, and communication
+    split into the part inside servers and the part between them (the split keys add up to
+    ``communication``; the first three to the iteration time)."""
+    return {"compute": compute, "communication": communication, "wait": wait,
+            "communication_intra": intra, "communication_inter": communication - intra}
 
 
 def describe_inputs(sc: Scenario, method: str) -> dict[str, object]:
@@ -556,15 +598,7 @@ def check_servers_supported(sc: Scenario, method: str) -> None:
     fabric = sc.multi_gpu or any(g.nics > 1 for g in sc.groups) or sc.racks is not None
     if not fabric:
         return
-    if method == "simulate":
-        raise InputError("--method", "simulate does not model multi-GPU servers, several NICs "
-                         "or racks yet", "use --method analytic")
-    if sc.strategy.arch == "allreduce":
-        raise InputError("--arch", "all-reduce on multi-GPU servers, several NICs or racks is "
-                         "not modelled yet", "use --arch ps")
-    if sc.strategy.local_aggregation and sc.multi_gpu:
-        raise InputError("--local-aggregation", "is not modelled yet",
-                         "drop --local-aggregation")
+
 
 
 def predict_analytic(sc: Scenario) -> Prediction:

@@ -71,7 +71,9 @@ def test_bsp_single_tensor_by_hand():
     assert p.bottleneck == "ps0 downlink"
     assert p.breakdown_s["compute"] == pytest.approx(0.003)
     assert p.breakdown_s["wait"] == 0
-    assert sum(p.breakdown_s.values()) == pytest.approx(p.iteration_time_s)
+    parts = ("compute", "communication", "wait")
+    assert sum(p.breakdown_s[k] for k in parts) == pytest.approx(p.iteration_time_s)
+    assert p.breakdown_s["communication_inter"] == p.breakdown_s["communication"]
     down = next(r for r in p.resources if r.name == "ps0 downlink")
     assert down.busy_s == pytest.approx(16e6 / B_1G, rel=1e-6)
     update = next(r for r in p.resources if r.name == "ps0 update")

@@ -25,9 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from ddlperf.predictors.analytic import buckets
-from ddlperf.predictors.simulate.compute import OpRecord, Processor
+from ddlperf.predictors.rings import ring_phases
+from ddlperf.predictors.simulate.compute import Processor
 from ddlperf.predictors.simulate.engine import Engine
-from ddlperf.predictors.simulate.network import Flow, Link, Network
+from ddlperf.predictors.simulate.network import Flow, Network
+from ddlperf.predictors.simulate.ring_paths import EdgeClass, ring_edges
 from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import Unit
@@ -65,34 +67,6 @@ class RingWorker(Worker):
         if not self.model.overlap:
             for b in range(len(self.model.bucket_bytes)):
                 self.model.bucket_ready(b)
-
-
-class _Edge:
-    """Ring edges from unit ``src`` to unit ``dst``: ``count`` identical sender→receiver pairs."""
-
-    __slots__ = ("count", "dst", "links", "receivers", "records", "senders", "src")
-
-    def __init__(self, src: Unit, dst: Unit, count: int, senders: list[str],
-                 receivers: list[str]) -> None:
-        self.src, self.dst, self.count = src, dst, count
-        self.senders, self.receivers = senders, receivers
-        self.links: tuple[Link, Link] | None = None
-        self.records: list[OpRecord] | None = None
-
-
-def ring_edges(units: list[Unit]) -> list[_Edge]:
-    """Edge classes of the ring w0 → w1 → … → w(N−1) → w0 over consecutive units."""
-    edges: list[_Edge] = []
-    if len(units) == 1:
-        u = units[0]
-        return [_Edge(u, u, u.count, u.names, u.names)] if u.count > 1 else []
-    for a, unit in enumerate(units):
-        nxt = units[(a + 1) % len(units)]
-        names = unit.names
-        if unit.count > 1:
-            edges.append(_Edge(unit, unit, unit.count - 1, names[:-1], names[1:]))
-        edges.append(_Edge(unit, nxt, 1, names[-1:], nxt.names[:1]))
-    return edges
 
 
 class RingModel:
@@ -140,15 +114,19 @@ class RingModel:
             worker.setup(self)
             self.workers.append(worker)
 
-        # Each edge class has its own links: a ring link carries only its edge.
-        self.edges = ring_edges(units)
-        for e in self.edges:
-            up = net.add_link(e.src.group.up, f"w{e.src.first}.up", e.count)
-            down = net.add_link(e.dst.group.down, f"w{e.dst.first}.down", e.count)
-            e.links = (up, down)
-            if log is not None:
-                e.records = log.add(e.senders, "uplink → ring", "all-reduce")
-                log.add(e.receivers, "downlink ← ring", "all-reduce", e.records)
+        # Each phase's edge classes, each with its own links (see .ring_paths); the fabric
+        # rings of reduce-scatter and all-gather are the same edges, so they share links.
+        self.phases = ring_phases(sc)
+        kinds = [phase.kind for phase in self.phases]
+        built: dict[str, list[EdgeClass]] = {}
+        self.phase_edges: list[list[EdgeClass]] = []
+        self._physical: dict[str, float] = {}  # resource → capacity of all its links
+        for kind in kinds:
+            if kind not in built:
+                built[kind] = ring_edges(units, sc.racks, kind)
+                self._add_links(built[kind], log)
+            self.phase_edges.append(built[kind])
+        self.edges = [e for kind in built for e in built[kind]]
 
         self.reduced = -1  # last iteration whose buckets are all reduced
         self._ready = [0] * len(self.bucket_bytes)  # units that have bucket b ready
@@ -156,6 +134,26 @@ class RingModel:
         self._busy = False
         self._left = 0  # edge flows (or steps) of the current bucket still running
         self._step = 0
+
+    def _add_links(self, edges: list[EdgeClass], log: TrackLog | None) -> None:
+        capacity: dict[str, float] = {}
+        for e in edges:
+            e.links = tuple(self.net.add_link(rate, name, e.count) for rate, name in e.hops)
+            for rate, name in e.hops:
+                capacity[name] = capacity.get(name, 0.0) + rate * e.count
+            if log is not None:
+                if e.kind == "intra" or e.src.group.kind == "workers":
+                    where, up, down = "", e.senders, e.receivers
+                else:  # leaving the server: a row on the server's NIC
+                    where = "nic "
+                    up = sorted({n.split("/")[0] for n in e.senders})
+                    down = sorted({n.split("/")[0] for n in e.receivers})
+                thread = "intra" if e.kind == "intra" else "uplink"
+                e.records = log.add(up, f"{where}{thread} → ring", "all-reduce")
+                log.add(down, f"{where}{'intra' if e.kind == 'intra' else 'downlink'} ← ring",
+                        "all-reduce", e.records)
+        for name, total in capacity.items():
+            self._physical[name] = max(self._physical.get(name, 0.0), total)
 
     def start(self) -> None:
         for worker in self.workers:
@@ -175,23 +173,25 @@ class RingModel:
         if self._busy or self._ready[b] < len(self.units):
             return
         self._busy = True
-        if self.n <= 1 or not self.edges:
+        if not self.phases:
             self._bucket_done()
             return
+        self._phase = 0
         self._step = 0
         self._launch(b)
 
     def _launch(self, b: int) -> None:
-        steps = 2 * (self.n - 1)
-        chunk = self.bucket_bytes[b] / self.n
+        phase = self.phases[self._phase]
+        chunk = self.bucket_bytes[b] / phase.parts
         if self.steps == "coalesced":
-            size, latency = steps * chunk, steps * self.alpha
+            size, latency = phase.steps * chunk, phase.steps * self.alpha
         else:
             size, latency = chunk, self.alpha
-        self._left = len(self.edges)
-        label = f"all-reduce bucket {b} ({steps} steps)"
-        for e in self.edges:
-            self.net.start(size, e.links, latency=latency, weight=e.count,  # type: ignore[arg-type]
+        edges = self.phase_edges[self._phase]
+        self._left = len(edges)
+        label = f"all-reduce bucket {b} ({phase.steps} steps)"
+        for e in edges:
+            self.net.start(size, e.links, latency=latency, weight=e.count,
                            on_complete=self._edge_done, tag=(e, label))
 
     def _edge_done(self, flow: Flow) -> None:
@@ -202,7 +202,12 @@ class RingModel:
         if self._left:
             return
         self._step += 1
-        if self.steps == "each" and self._step < 2 * (self.n - 1):
+        if self.steps == "each" and self._step < self.phases[self._phase].steps:
+            self._launch(self._next)
+            return
+        self._phase += 1
+        self._step = 0
+        if self._phase < len(self.phases):
             self._launch(self._next)
             return
         self._bucket_done()
@@ -222,18 +227,20 @@ class RingModel:
     # -- accounting ----------------------------------------------------------------------------
 
     def utilization(self, span: float) -> list[tuple[str, float]]:
-        """Busy share of each unit's first worker's uplink and downlink in the window."""
-        out: list[tuple[str, float]] = []
+        """Busy share of every link the rings cross, by resource name (each unit's first
+        worker's, or first server's, uplink and downlink first, as the analytic model lists
+        them)."""
         if not self.edges:
-            return out
-
-        def share(link: Link) -> float:
-            return self.net.delivered(link) / (link.capacity * link.copies * span)
-
+            return []
+        delivered: dict[str, float] = {}
+        for e in self.edges:
+            for link in e.links:
+                delivered[link.name] = delivered.get(link.name, 0.0) + self.net.delivered(link)
+        first = []
         for unit in self.units:
-            first = f"w{unit.first}"
-            up = next(e.links[0] for e in self.edges if first in e.senders)  # type: ignore[index]
-            down = next(e.links[1] for e in self.edges if first in e.receivers)  # type: ignore[index]
-            out.append((f"{first} uplink", share(up)))
-            out.append((f"{first} downlink", share(down)))
-        return out
+            g = unit.group
+            offset = unit.server - g.first_server
+            first += [g.nic_name("uplink", offset), g.nic_name("downlink", offset)]
+        order = [n for n in dict.fromkeys(first) if n in delivered]
+        order += [n for n in delivered if n not in order]
+        return [(name, delivered[name] / (self._physical[name] * span)) for name in order]

@@ -29,9 +29,11 @@ from collections import Counter
 
 import numpy as np
 
-from ddlperf.predictors.simulate.compute import Processor
+from ddlperf.predictors.simulate.aggregation import LocalAggregation
+from ddlperf.predictors.simulate.compute import OpRecord, Processor
 from ddlperf.predictors.simulate.connection import Connection
 from ddlperf.predictors.simulate.engine import Engine
+from ddlperf.predictors.simulate.fabric import ServerLinks, server_link_shares
 from ddlperf.predictors.simulate.network import Link, Network, Nic
 from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.tracks import TrackLog
@@ -113,12 +115,11 @@ class PSModel:
         self.shard_update = [s.update_s_per_byte for s in sc.shards]
         self.log = log
 
-        # Nodes: a NIC and a compute stream per unit; dedicated shards get their own.
-        self.nics: list[Nic] = []
+        # Nodes: a compute stream per unit; fabric, NIC and rack links as the servers have
+        # them; dedicated shards get their own NIC and stream.
+        self.links = links = ServerLinks(sc, units, net)
         self.workers: list[PSWorker] = []
         for unit in units:
-            g = unit.group
-            self.nics.append(net.add_nic(unit.label, g.up, g.down, copies=unit.count))
             records = None if log is None else log.add(unit.names, "compute", "compute")
             proc = Processor(engine, unit.label, records)
             ops, durations, labels = unit_operations(
@@ -138,35 +139,32 @@ class PSModel:
                 records = None if log is None else log.add([shard.name], "update", "update")
                 self.shard_proc.append(Processor(engine, shard.name, records))
             else:
-                self.shard_nic.append(self.nics[host])
+                self.shard_nic.append(links.host_nic(shard))
                 self.shard_proc.append(self.workers[host].processor)
         self.update_busy = [0.0] * len(sc.shards)
         self.warm_at = 0.0
 
-        # Connections: worker unit → shard (push) and shard → worker unit (pull).
+        # Connections: worker unit → shard (push) and shard → worker unit (pull); none where
+        # no link lies between them (a one-GPU host and its own shard).
         self.push_conn: list[list[Connection | None]] = []
         self.pull_conn: list[list[Connection | None]] = [[] for _ in sc.shards]
         for unit in units:
             row: list[Connection | None] = []
             for shard in sc.shards:
                 k = shard.index
-                if self.shard_host[k] == unit.index:
+                to_shard = links.to_shard(unit.index, shard, self.shard_nic[k])
+                if not to_shard:
                     row.append(None)
                     self.pull_conn[k].append(None)
                     continue
-                up = down = None
-                if log is not None:
-                    up = log.add(unit.names, f"uplink → {shard.name}", "push")
-                    log.add([shard.name], f"downlink ← {unit.label}", "push", up)
-                    down = log.add(unit.names, f"downlink ← {shard.name}", "pull")
-                    log.add([shard.name], f"uplink → {unit.label}", "pull", down)
-                row.append(Connection(net, (self.nics[unit.index].up, self.shard_nic[k].down),
-                                      unit.count, alpha, self._pushed,
+                up, down = self._connection_tracks(unit, shard.name, log)
+                row.append(Connection(net, to_shard, unit.count, alpha, self._pushed,
                                       f"{unit.label}→{shard.name}", up))
                 self.pull_conn[k].append(Connection(
-                    net, (self.shard_nic[k].up, self.nics[unit.index].down), unit.count, alpha,
-                    self._pulled, f"{shard.name}→{unit.label}", down))
+                    net, links.from_shard(unit.index, shard, self.shard_nic[k]), unit.count,
+                    alpha, self._pulled, f"{shard.name}→{unit.label}", down))
             self.push_conn.append(row)
+        self.local = LocalAggregation(self, alpha) if sc.strategy.local_aggregation else None
 
         # Aggregation state.
         n = self.n_workers
@@ -176,6 +174,24 @@ class PSModel:
         self._clock_count = Counter(self.clocks)
         self.min_clock = 0
         self._blocked: set[int] = set()
+
+    def _connection_tracks(
+        self, unit: Unit, shard: str, log: TrackLog | None
+    ) -> tuple[list[OpRecord] | None, list[OpRecord] | None]:
+        """Trace rows of a unit's connection to ``shard``: on the workers' processes for
+        one-GPU hosts, on the servers' (one track per server NIC) for multi-GPU servers."""
+        if log is None:
+            return None, None
+        if unit.group.kind == "workers":
+            owners, prefix = unit.names, ""
+        else:
+            owners = unit.server_names
+            prefix = "nic " + ("" if unit.servers else f"({unit.label}) ")
+        up = log.add(owners, f"{prefix}uplink → {shard}", "push")
+        log.add([shard], f"downlink ← {unit.label}", "push", up)
+        down = log.add(owners, f"{prefix}downlink ← {shard}", "pull")
+        log.add([shard], f"uplink → {unit.label}", "pull", down)
+        return up, down
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -217,8 +233,18 @@ class PSModel:
 
     def push(self, worker: PSWorker, j: int, t: int) -> None:
         u = worker.unit.index
+        if self.local is not None and self.local.applies[u]:
+            self.local.gradient_ready(u, j, t)
+            return
+        self.push_parts(u, j, t, 1)
+
+    def push_parts(self, u: int, j: int, t: int, slices: int) -> None:
+        """Send unit ``u``'s gradient of tensor ``j`` (each GPU 1/``slices`` of it) to its
+        shards."""
         row = self.push_conn[u]
         for k, size in self.parts[j]:
+            if slices > 1:
+                size /= slices
             conn = row[k]
             if conn is None:  # the colocated shard on this worker's own host
                 self._arrive(j, k, u, 1, t)
@@ -281,11 +307,23 @@ class PSModel:
         conn = self.pull_conn[k][u]
         if conn is None:  # own host: no network
             self._got(j, u)
-        else:
-            conn.send(float(self.sc.placement[j, k]), (j, u), self.tensor_names[j], t)
+            return
+        size = float(self.sc.placement[j, k])
+        if self.local is not None and self.local.applies[u]:
+            size /= self.units[u].group.gpus  # each GPU pulls its slice
+        conn.send(size, (j, u, t), self.tensor_names[j], t)
 
-    def _pulled(self, payload: tuple[int, int]) -> None:
-        self._got(*payload)
+    def _pulled(self, payload: tuple[int, int, int]) -> None:
+        j, u, t = payload
+        if self.local is not None and self.local.applies[u]:
+            self.local.slice_pulled(u, j, t)
+        else:
+            self._got(j, u)
+
+    def got_tensor(self, j: int, u: int) -> None:
+        """Every part of tensor ``j`` is back on unit ``u`` (after the local all-gather)."""
+        for _ in self.parts[j]:
+            self._got(j, u)
 
     def _got(self, j: int, u: int) -> None:
         worker = self.workers[u]
@@ -298,7 +336,8 @@ class PSModel:
     # -- accounting ----------------------------------------------------------------------------
 
     def utilization(self, span: float) -> list[tuple[str, float]]:
-        """(resource, busy share of the measured window) for shard links/updates and workers."""
+        """(resource, busy share of the measured window) for shard links/updates and the
+        workers' NIC, fabric and rack links."""
         net = self.net
         out: list[tuple[str, float]] = []
 
@@ -310,9 +349,6 @@ class PSModel:
             out.append((f"{shard.name} downlink", share(nic.down)))
             out.append((f"{shard.name} uplink", share(nic.up)))
             out.append((f"{shard.name} update", self.update_busy[shard.index] / span))
-        for unit, nic in zip(self.units, self.nics):
-            if unit.hosts is not None:
-                continue
-            out.append((f"w{unit.first} uplink", share(nic.up)))
-            out.append((f"w{unit.first} downlink", share(nic.down)))
+        out += server_link_shares(self.units, self.links, share,
+                                  skip={id(nic) for nic in self.shard_nic})
         return out

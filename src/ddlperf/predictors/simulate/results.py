@@ -16,11 +16,15 @@ import numpy as np
 from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
 from ddlperf.predictors.analytic import (
     GroupTime,
+    bucket_layout,
+    breakdown,
     describe_inputs,
     goodput_note,
     name_bottleneck,
     single_worker_baseline,
 )
+from ddlperf.predictors.rings import ring_intra_share, ring_phases
+from ddlperf.predictors.server_links import ps_intra_share
 from ddlperf.predictors.simulate.run import RunResult
 from ddlperf.scenario import Scenario
 
@@ -80,8 +84,8 @@ def assemble_simulated(
         speedup=throughput / float(single["throughput_samples_per_s"]),  # type: ignore[arg-type]
         scaling_efficiency=throughput / standalone_sum,
         bottleneck=bottleneck,
-        breakdown_s={"compute": mean(compute), "communication": mean(communication),
-                     "wait": mean(wait)},
+        breakdown_s=breakdown(mean(compute), mean(communication), mean(wait),
+                              mean(communication * _intra_shares(sc, units))),
         workers=WorkerGroups(runs_of_workers, sc.worker_name),
         single_worker=single,
         resources=resources,
@@ -89,6 +93,15 @@ def assemble_simulated(
         notes=all_notes,
         percentiles=percentiles,
     )
+
+
+def _intra_shares(sc: Scenario, units: list) -> np.ndarray:
+    """Per unit: the share of its communication inside its server (the analytic model's
+    attribution: transfer times of the phases, see ``breakdown_s``)."""
+    if sc.strategy.arch == "ps":
+        return np.array([ps_intra_share(sc, unit.group) for unit in units])
+    share = ring_intra_share(sc, ring_phases(sc), list(bucket_layout(sc)[1]))
+    return np.full(len(units), share)
 
 
 def _spread(mean: float, samples: np.ndarray) -> dict[str, float]:

@@ -1,17 +1,22 @@
 """Simulation units: runs of identical workers simulated as one.
 
 Why: 64 identical workers doing identical things at identical times are one worker whose flows
-have weight 64 over NICs with ``copies=64`` (see :mod:`.network`); the max-min fair rates, the
+have weight 64 over links with ``copies=64`` (see :mod:`.network`); the max-min fair rates, the
 PS's "all N gradients arrived" counts and every timestamp are the same as with 64 separate
-workers, at 1/64 of the events. That is exact only while the members stay in lockstep, so a unit
-is split (down to single workers) wherever something breaks the symmetry:
+workers, at 1/64 of the events. On multi-GPU servers a unit is a run of whole servers (all
+their GPUs): 64 servers × 8 GPUs in lockstep are one unit of 512 workers over NICs with
+``copies=64`` and fabric links with ``copies=512``. That is exact only while the members stay
+in lockstep, so a unit is split wherever something breaks the symmetry:
 
-* per-operation jitter (each worker draws its own noise) → every worker is its own unit;
+* per-operation jitter (each worker draws its own noise) → every worker is its own unit, and
+  the GPUs of one server share that server's NIC (one link object, ``copies=1``);
 * ASP and SSP (a PS applies arrivals one at a time, so members would drift apart) → same;
-* a colocated PS host (it also runs a shard) → a unit of its own.
+* a colocated PS host (its first GPU also applies the shard's updates) → that GPU is a unit
+  of its own, the server's other GPUs another, both on the server's NIC.
 
-Units are consecutive worker ranges inside one :class:`~ddlperf.scenario.GroupPlan`, so the
-ring of all-reduce (worker order) crosses unit boundaries only between units.
+Units are consecutive worker ranges inside one :class:`~ddlperf.scenario.GroupPlan` (so the
+ring of all-reduce, in worker order, crosses unit boundaries only between units), and either
+whole servers or part of one server.
 """
 
 from __future__ import annotations
@@ -32,14 +37,36 @@ class Unit:
     hosts: int | None = None  # PS shard this (single) worker's host also runs
 
     @property
-    def label(self) -> str:
-        """``w3`` or ``w0–w63`` (a range for a group)."""
-        last = self.first + self.count - 1
-        return f"w{self.first}" if self.count == 1 else f"w{self.first}–w{last}"
+    def server(self) -> int:
+        """Global index of the server of the first worker."""
+        g = self.group
+        return g.first_server + (self.first - g.first) // g.gpus
+
+    @property
+    def servers(self) -> int:
+        """Whole servers this unit spans (0: it is part of one server)."""
+        g = self.group
+        whole = (self.first - g.first) % g.gpus == 0 and self.count % g.gpus == 0
+        return self.count // g.gpus if whole else 0
 
     @property
     def names(self) -> list[str]:
-        return [f"w{i}" for i in range(self.first, self.first + self.count)]
+        g = self.group
+        return [g.worker_name(i - g.first) for i in range(self.first, self.first + self.count)]
+
+    @property
+    def label(self) -> str:
+        """``w3``, ``w0–w63``, ``node0/gpu1–node0/gpu7`` (a range for a run)."""
+        names = self.names
+        return names[0] if self.count == 1 else f"{names[0]}–{names[-1]}"
+
+    @property
+    def server_names(self) -> list[str]:
+        """The servers this unit's workers are on (for server tracks in the trace)."""
+        g = self.group
+        first = self.server - g.first_server
+        last = (self.first + self.count - 1 - g.first) // g.gpus
+        return [g.server_name(s) for s in range(first, last + 1)]
 
 
 def make_units(sc: Scenario, individual: bool) -> list[Unit]:
@@ -60,10 +87,11 @@ def make_units(sc: Scenario, individual: bool) -> list[Unit]:
                 add(group, w, 1)
             continue
         run_start = start
-        for w in range(start, end):
+        for w in range(start, end, group.gpus):  # a host is always a server's first GPU
             if w in hosted:
                 add(group, run_start, w - run_start)
                 add(group, w, 1)
-                run_start = w + 1
+                add(group, w + 1, group.gpus - 1)
+                run_start = w + group.gpus
         add(group, run_start, end - run_start)
     return units

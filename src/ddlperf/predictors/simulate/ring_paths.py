@@ -1,0 +1,124 @@
+"""The edges of an all-reduce's rings, in classes of identical edges, and the links they cross.
+
+Phases (see :mod:`ddlperf.predictors.rings`): ``flat`` — worker i → i+1 over all N workers;
+``inside`` — each server's GPUs in a ring (reduce-scatter, then all-gather); ``across`` — GPU
+g of server s → GPU g of server s+1 (one ring per GPU index). An edge inside a server crosses
+the sender's and receiver's fabric links; an edge between servers also the two servers' NICs
+and, between racks, the two racks' links.
+
+Edges whose sender and receiver lie in the same pair of units and that cross the same kind of
+path are identical: one class, simulated as one flow of weight = their number. Each class gets
+its own links (``copies`` = its edges), which is exact because in every phase each physical
+link carries only edges of one class at a time, all at the same rate: a fabric link one edge,
+a NIC direction or rack link one edge in the flat ring and the G edges of its server across
+servers (each then has a 1/G share: the link's capacity per edge is divided by G).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ddlperf.predictors.simulate.compute import OpRecord
+from ddlperf.predictors.simulate.network import Link
+from ddlperf.predictors.simulate.units import Unit
+from ddlperf.topology import RackPlan
+
+PHASES = ("flat", "inside", "across")
+
+
+@dataclass
+class EdgeClass:
+    """``count`` identical ring edges from unit ``src`` to unit ``dst``.
+
+    ``hops``: (capacity per edge in payload bytes/s, resource name) of every link on the path,
+    in order. ``senders``/``receivers`` name the processes their trace rows go on.
+    """
+
+    src: Unit
+    dst: Unit
+    kind: str  # "intra", "nic" or "rack"
+    count: int = 0
+    hops: list[tuple[float, str]] = field(default_factory=list)
+    senders: list[str] = field(default_factory=list)
+    receivers: list[str] = field(default_factory=list)
+    links: tuple[Link, ...] = ()
+    records: list[OpRecord] | None = None
+
+
+def ring_edges(units: list[Unit], racks: RackPlan | None = None,
+               phase: str = "flat") -> list[EdgeClass]:
+    """Edge classes of one phase over ``units`` (consecutive worker ranges, in order)."""
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    unit_of: list[int] = []
+    server_of: list[int] = []
+    for unit in units:
+        g = unit.group
+        for w in range(unit.first, unit.first + unit.count):
+            unit_of.append(unit.index)
+            server_of.append(g.first_server + (w - g.first) // g.gpus)
+    n = len(unit_of)
+    first_worker = {}  # server → its first worker
+    for w in range(n - 1, -1, -1):
+        first_worker[server_of[w]] = w
+    servers = sorted(first_worker)
+    position = {server: i for i, server in enumerate(servers)}
+    names = [name for unit in units for name in unit.names]
+    classes: dict[tuple[int, int, str], EdgeClass] = {}
+    for w in range(n):
+        dst = _next(w, phase, n, units[unit_of[w]], server_of, first_worker, servers, position)
+        if dst is None or dst == w:
+            continue
+        a, b = server_of[w], server_of[dst]
+        if a == b:
+            kind = "intra"
+        elif racks is not None and racks.of(a) != racks.of(b):
+            kind = "rack"
+        else:
+            kind = "nic"
+        key = (unit_of[w], unit_of[dst], kind)
+        edge = classes.get(key)
+        if edge is None:
+            src_unit, dst_unit = units[key[0]], units[key[1]]
+            share = src_unit.group.gpus if phase == "across" else 1
+            edge = classes[key] = EdgeClass(src_unit, dst_unit, kind)
+            edge.hops = _hops(src_unit, dst_unit, a, b, kind, racks, share)
+        edge.count += 1
+        edge.senders.append(names[w])
+        edge.receivers.append(names[dst])
+    return list(classes.values())
+
+
+def _next(w: int, phase: str, n: int, unit: Unit, server_of: list[int],
+          first_worker: dict[int, int], servers: list[int],
+          position: dict[int, int]) -> int | None:
+    """The worker that ``w`` sends to in ``phase`` (None: no such edge)."""
+    if phase == "flat":
+        return (w + 1) % n if n > 1 else None
+    gpus = unit.group.gpus
+    base = first_worker[server_of[w]]
+    if phase == "inside":
+        return base + (w - base + 1) % gpus if gpus > 1 else None
+    if len(servers) == 1:
+        return None
+    after = servers[(position[server_of[w]] + 1) % len(servers)]
+    return first_worker[after] + (w - base)
+
+
+def _hops(src: Unit, dst: Unit, a: int, b: int, kind: str, racks: RackPlan | None,
+          share: int) -> list[tuple[float, str]]:
+    """(capacity per edge, name) of the links an edge from server ``a`` to ``b`` crosses."""
+    gs, gd = src.group, dst.group
+    hops = []
+    if gs.intra is not None:
+        hops.append((gs.intra, gs.intra_name(a - gs.first_server)))
+    if kind != "intra":
+        hops.append((gs.nic_up / share, gs.nic_name("uplink", a - gs.first_server)))
+        if kind == "rack":
+            assert racks is not None
+            hops.append((racks.up / share, racks.name(racks.of(a), "uplink")))
+            hops.append((racks.down / share, racks.name(racks.of(b), "downlink")))
+        hops.append((gd.nic_down / share, gd.nic_name("downlink", b - gd.first_server)))
+    if gd.intra is not None:
+        hops.append((gd.intra, gd.intra_name(b - gd.first_server)))
+    return hops
