@@ -178,7 +178,7 @@ def _bsp_pass(
 
     readies, ends = [], []
     for group, before in zip(sc.groups, previous_end):
-        up, down = ps_endpoint_rates(sc, group)
+        down = ps_endpoint_rates(sc, group)[1]
         down_done = np.empty(len(sizes))
         down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / down)
         arrival = np.maximum(pulled, down_done) + alpha
@@ -591,19 +591,8 @@ def describe_inputs(sc: Scenario, method: str) -> dict[str, object]:
     }
 
 
-def check_servers_supported(sc: Scenario, method: str) -> None:
-    """What the predictors do not model on servers yet: one line, exit 2 (not a guess)."""
-    from ddlperf.errors import InputError
-
-    fabric = sc.multi_gpu or any(g.nics > 1 for g in sc.groups) or sc.racks is not None
-    if not fabric:
-        return
-
-
-
 def predict_analytic(sc: Scenario) -> Prediction:
     """Coarse-grained prediction of a resolved scenario."""
-    check_servers_supported(sc, "analytic")
     strategy = sc.strategy
     notes: list[str] = []
     if strategy.arch == "allreduce":

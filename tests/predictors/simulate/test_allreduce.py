@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ddlperf.api import make_cluster, make_strategy, predict
 from ddlperf.predictors.simulate import predict_simulate
-from ddlperf.predictors.simulate.allreduce import ring_edges
+from ddlperf.predictors.simulate.ring_paths import ring_edges
 from ddlperf.predictors.simulate.units import make_units
 from ddlperf.scenario import resolve
 from ddlperf.workload import zoo

@@ -29,8 +29,8 @@ from ddlperf.predictors.rings import ring_phases
 from ddlperf.predictors.simulate.compute import Processor
 from ddlperf.predictors.simulate.engine import Engine
 from ddlperf.predictors.simulate.network import Flow, Network
-from ddlperf.predictors.simulate.ring_paths import EdgeClass, ring_edges
 from ddlperf.predictors.simulate.record import Recorder
+from ddlperf.predictors.simulate.ring_paths import EdgeClass, ring_edges
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import Unit
 from ddlperf.predictors.simulate.worker import Worker, unit_operations

@@ -138,7 +138,7 @@ def server_link_shares(
         if intra is not None:
             name = unit.group.intra_name(unit.server - unit.group.first_server)
             out[name] = max(out.get(name, 0.0), share(intra.up), share(intra.down))
-    for unit, rack, where in zip(units, links.rack, links.rack_of):
+    for rack, where in zip(links.rack, links.rack_of):
         if rack is not None and id(rack) not in seen:
             seen.add(id(rack))
             out[f"rack{where} uplink"] = share(rack.up)

@@ -16,8 +16,8 @@ import numpy as np
 from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
 from ddlperf.predictors.analytic import (
     GroupTime,
-    bucket_layout,
     breakdown,
+    bucket_layout,
     describe_inputs,
     goodput_note,
     name_bottleneck,

@@ -82,7 +82,7 @@ def ring_edges(units: list[Unit], racks: RackPlan | None = None,
             src_unit, dst_unit = units[key[0]], units[key[1]]
             share = src_unit.group.gpus if phase == "across" else 1
             edge = classes[key] = EdgeClass(src_unit, dst_unit, kind)
-            edge.hops = _hops(src_unit, dst_unit, a, b, kind, racks, share)
+            edge.hops = _hops(src_unit, dst_unit, kind, racks, share)
         edge.count += 1
         edge.senders.append(names[w])
         edge.receivers.append(names[dst])
@@ -105,10 +105,12 @@ def _next(w: int, phase: str, n: int, unit: Unit, server_of: list[int],
     return first_worker[after] + (w - base)
 
 
-def _hops(src: Unit, dst: Unit, a: int, b: int, kind: str, racks: RackPlan | None,
+def _hops(src: Unit, dst: Unit, kind: str, racks: RackPlan | None,
           share: int) -> list[tuple[float, str]]:
-    """(capacity per edge, name) of the links an edge from server ``a`` to ``b`` crosses."""
+    """(capacity per edge, name) of the links an edge of the class crosses, named after the
+    first server of the sending (uplinks) and the receiving unit (downlinks)."""
     gs, gd = src.group, dst.group
+    a, b = src.server, dst.server
     hops = []
     if gs.intra is not None:
         hops.append((gs.intra, gs.intra_name(a - gs.first_server)))
@@ -118,6 +120,7 @@ def _hops(src: Unit, dst: Unit, a: int, b: int, kind: str, racks: RackPlan | Non
             assert racks is not None
             hops.append((racks.up / share, racks.name(racks.of(a), "uplink")))
             hops.append((racks.down / share, racks.name(racks.of(b), "downlink")))
+            # (a run of several racks is named after its first; all carry the same)
         hops.append((gd.nic_down / share, gd.nic_name("downlink", b - gd.first_server)))
     if gd.intra is not None:
         hops.append((gd.intra, gd.intra_name(b - gd.first_server)))

@@ -73,9 +73,6 @@ def predict_simulate(
     trace: str | Path | None = None, ring_steps: str = "coalesced",
 ) -> Prediction:
     """Fine-grained (discrete-event) prediction of a resolved scenario."""
-    from ddlperf.predictors.analytic import check_servers_supported
-
-    check_servers_supported(sc, "simulate")
     opts = check_options(iterations, warmup, seed, replications, jitter, trace)
     iters, warm, reps, cv = (opts["iterations"], opts["warmup"], opts["replications"],
                              opts["jitter"])

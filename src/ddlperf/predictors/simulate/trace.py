@@ -1,8 +1,10 @@
 """Synthetic timeline in Chrome trace format (opens in Perfetto and chrome://tracing).
 
-Layout: a process per node — each worker ``wN`` and each PS shard ``psK`` — with a thread per
-stream: ``compute`` (forward/backward/optimizer; a colocated shard's updates too), one thread per
-connection direction (``uplink → ps0``, ``downlink ← ps0``, ``uplink → ring``, …) and, for a
+Layout: a process per node — each worker ``wN`` (``nodeS/gpuG`` on servers, after a process
+``nodeS`` per server whose threads are the server's NIC traffic: ``nic uplink → ps0``,
+``nic uplink → ring``) and each PS shard ``psK`` — with a thread per stream: ``compute``
+(forward/backward/optimizer; a colocated shard's updates too), one thread per connection
+direction (``uplink → ps0``, ``downlink ← ps0``, ``uplink → ring``, …) and, for a
 dedicated shard, ``update``. Events are complete ("X") events in microseconds with the
 iteration in ``args``; a message's event spans its transmission (its α is not drawn).
 
@@ -21,12 +23,15 @@ from ddlperf.io import write_atomic
 from ddlperf.predictors.simulate.tracks import TrackLog
 
 
-def _process_order(name: str) -> tuple[int, int, str]:
-    """Workers by index, then shards by index, then anything else."""
+def _process_order(name: str) -> tuple[int, int, int, str]:
+    """Workers by index (a server, then its GPUs), then shards by index, then the rest."""
+    server, _, gpu = name.partition("/gpu")
+    if server.startswith("node") and server[4:].isdigit() and (not gpu or gpu.isdigit()):
+        return (0, int(server[4:]), int(gpu) + 1 if gpu else 0, name)
     for rank, prefix in enumerate(("w", "ps")):
         if name.startswith(prefix) and name[len(prefix):].isdigit():
-            return (rank, int(name[len(prefix):]), name)
-    return (2, 0, name)
+            return (rank, int(name[len(prefix):]), 0, name)
+    return (2, 0, 0, name)
 
 
 def chrome_trace(log: TrackLog, metadata: dict[str, Any] | None = None) -> dict[str, Any]:

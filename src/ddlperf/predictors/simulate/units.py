@@ -56,7 +56,10 @@ class Unit:
 
     @property
     def label(self) -> str:
-        """``w3``, ``w0–w63``, ``node0/gpu1–node0/gpu7`` (a range for a run)."""
+        """``w3``, ``w0–w63``, ``node0–node63`` (whole servers), ``node0/gpu1–node0/gpu7``."""
+        if self.group.kind == "nodes" and self.servers:
+            servers = self.server_names
+            return servers[0] if len(servers) == 1 else f"{servers[0]}–{servers[-1]}"
         names = self.names
         return names[0] if self.count == 1 else f"{names[0]}–{names[-1]}"
 
