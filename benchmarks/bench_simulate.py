@@ -2,8 +2,9 @@
 
 Run: ``python benchmarks/bench_simulate.py`` (add ``--quick`` for one repeat). Not a test;
 prints a table. Targets on a 2-core machine: resnet50 / 64 workers / 4 PS / BSP / 20
-iterations ≤ 1 s; ring all-reduce / resnet50 / 1024 workers / 10 iterations ≤ 2 s; memory
-linear in workers × tensors.
+iterations ≤ 1 s; ring all-reduce / resnet50 / 1024 workers / 10 iterations ≤ 2 s; resnet50 /
+64 servers × 8 GPUs (NVLink2, 100 Gbps) / 8 PS / BSP / 20 iterations ≤ 1 s (issue #12);
+memory linear in workers × tensors.
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ def speed(repeat: int) -> None:
          dict(arch="allreduce", workers=1024, iterations=10)),
         ("ring · resnet50 · 1024 workers · step by step", None,
          dict(arch="allreduce", workers=1024, iterations=10, ring_steps="each")),
+        ("resnet50 · 64 servers × 8 GPUs · 8 PS · BSP · 20 it", 1.0,
+         dict(workers=512, gpus_per_node=8, intra="NVLink2", bandwidth="100Gbps", ps=8,
+              iterations=20)),
+        ("… same, --local-aggregation", None,
+         dict(workers=512, gpus_per_node=8, intra="NVLink2", bandwidth="100Gbps", ps=8,
+              iterations=20, local_aggregation=True)),
+        ("ring · resnet50 · 64 servers × 8 GPUs · hierarchical", None,
+         dict(arch="allreduce", workers=512, gpus_per_node=8, intra="NVLink2",
+              bandwidth="100Gbps", allreduce="hierarchical", iterations=20)),
         ("resnet50 · 8 workers · 2 PS · ASP · 20 it", None,
          dict(workers=8, ps=2, sync="asp", iterations=20)),
         ("resnet50 · 16 workers · 2 PS · BSP · jitter 5%", None,

@@ -70,3 +70,18 @@ def test_cli_bad_input(args, needle):
     result = runner.invoke(app, ["sweep", *args])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: ") and needle in result.stderr
+
+
+def test_server_axes_equal_single_predictions():
+    rows = sweep({"arch": ["ps", "allreduce"], "gpus_per_node": [1, 4], "intra": ["PCIe3"],
+                  "allreduce": ["ring", "hierarchical"], "local_aggregation": [False, True]},
+                 model="resnet18", workers=8, ps=1)
+    # ps: the algorithm collapses to ring; allreduce: aggregation to off; one GPU: no fabric
+    assert len(rows) == 2 * 2 + 2 * 2
+    for row in rows:
+        kw = {k: v for k, v in row.items() if k in ("arch", "gpus_per_node", "intra",
+                                                   "allreduce", "local_aggregation")}
+        p = predict("resnet18", workers=8, ps=0 if row["arch"] == "allreduce" else 1, **kw)
+        assert row["error"] is None, row["error"]
+        assert row["iteration_time_s"] == p.iteration_time_s
+        assert row["bottleneck"] == p.bottleneck

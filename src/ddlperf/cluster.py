@@ -22,7 +22,7 @@ Ethernet frame under TCP) turns NIC and rack rates into the payload bytes/s ever
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -208,6 +208,10 @@ class Cluster(BaseModel):
 
     def servers(self) -> tuple[ServerGroup, ...]:
         """Every group as servers × GPUs (``workers:`` groups: one GPU, no fabric)."""
+        return self._servers
+
+    @cached_property
+    def _servers(self) -> tuple[ServerGroup, ...]:
         if self.workers:
             return tuple(
                 ServerGroup(g.name, g.count, 1, None, 1, self.worker_up(g), self.worker_down(g),

@@ -284,7 +284,8 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
     placement = np.zeros((len(names), cluster.ps.count))
     if cluster.ps.count:
         placement = _placement(workload, cluster.ps.count, strategy.sharding)
-    segments, racks = plan_servers(cluster, strategy, placement.sum(axis=0))
+    shard_bytes = placement.sum(axis=0) if cluster.racks is not None else None
+    segments, racks = plan_servers(cluster, strategy, shard_bytes)
     groups: list[GroupPlan] = []
     memory: dict[str, dict[str, object]] = {}
     first = 0
@@ -299,6 +300,7 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
     shards: list[ShardPlan] = []
     if cluster.ps.count:
         rate = cluster.goodput / 8.0
+        ps_up, ps_down = cluster.ps_up() * rate, cluster.ps_down() * rate
         update = cluster.ps.update_s_per_byte
         if update is None:
             update = workload.update_s_per_byte
@@ -309,8 +311,7 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
                 shards.append(ShardPlan(f"ps{k}", k, worker, host.nic_up, host.nic_down, update,
                                         k, host.gpus))
             else:
-                shards.append(ShardPlan(f"ps{k}", k, None, cluster.ps_up() * rate,
-                                        cluster.ps_down() * rate, update))
+                shards.append(ShardPlan(f"ps{k}", k, None, ps_up, ps_down, update))
     return Scenario(
         workload=workload, cluster=cluster, strategy=strategy, groups=tuple(groups),
         shards=tuple(shards), tensor_names=names, tensor_bytes=sizes, tensor_layer=layers,

@@ -23,7 +23,12 @@ from ddlperf.scenario import resolve
 
 AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumulation",
         "workers", "ps", "placement", "arch", "sync",
-        "staleness", "sharding", "overlap", "bucket_size", "bandwidth", "latency", "goodput")
+        "staleness", "sharding", "overlap", "bucket_size", "bandwidth", "latency", "goodput",
+        "gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "allreduce",
+        "local_aggregation")
+# Server and rack fields (make_cluster's keywords): such points take the per-point path.
+SERVER_FIELDS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink")
+_SERVER_KEYS = frozenset(SERVER_FIELDS)
 RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",
                "bottleneck")
 # Below this many points a process pool costs more than it saves.
@@ -36,8 +41,9 @@ BATCH = True
 def grid(axes: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """Cartesian product of the axes, normalised so every point is a valid scenario.
 
-    All-reduce has no PS (``ps`` becomes 0) and staleness only applies to SSP; points that
-    become identical after that are kept once, in first-seen order.
+    All-reduce has no PS (``ps`` becomes 0) nor local aggregation, the all-reduce algorithm
+    only applies to all-reduce, staleness only to SSP and a fabric only to servers of more
+    than one GPU; points that become identical after that are kept once, in first-seen order.
     """
     for name, values in axes.items():
         if name not in AXES:
@@ -54,6 +60,12 @@ def grid(axes: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
             point["ps"] = 0
             if "sync" in point:
                 point["sync"] = "bsp"
+            if "local_aggregation" in point:
+                point["local_aggregation"] = False
+        elif "allreduce" in point:
+            point["allreduce"] = "ring"
+        if "intra" in point and point.get("gpus_per_node") in (None, 1):
+            point["intra"] = None
         if "staleness" in point and point.get("sync", "bsp") != "ssp":
             point["staleness"] = None
         key = tuple(point.get(n) for n in names)
@@ -121,7 +133,8 @@ def _workload_key(spec: dict[str, Any]) -> tuple[Any, ...]:
 
 def _strategy_key(spec: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(_hashable(spec.get(k)) for k in ("arch", "sync", "staleness", "sharding",
-                                                  "overlap", "bucket_size"))
+                                                  "overlap", "bucket_size", "allreduce",
+                                                  "local_aggregation"))
 
 
 def _workload_and_strategy(spec: dict[str, Any], state: _State) -> tuple[Any, Any]:
@@ -135,7 +148,8 @@ def _workload_and_strategy(spec: dict[str, Any], state: _State) -> tuple[Any, An
         state.strategies[skey] = make_strategy(
             spec.get("arch", "ps"), spec.get("sync", "bsp"), spec.get("staleness"),
             spec.get("sharding", "round_robin"), spec.get("overlap", True),
-            spec.get("bucket_size"))
+            spec.get("bucket_size"), spec.get("allreduce", "ring"),
+            spec.get("local_aggregation", False))
     return state.workloads[wkey], state.strategies[skey]
 
 
@@ -152,6 +166,9 @@ def _plan(
     """
     if spec.get("config") is not None or spec.get("placement", "dedicated") not in (
             None, "dedicated"):
+        return None
+    servers = _SERVER_KEYS & spec.keys()
+    if servers and any(spec[f] is not None for f in servers):
         return None
     workers = spec.get("workers")
     if workers is None:
@@ -213,7 +230,7 @@ def _predict_one(
         cluster = make_cluster(spec.get("config"), spec.get("workers"), spec.get("ps"),
                                spec.get("bandwidth"), spec.get("latency"),
                                spec.get("goodput"), spec.get("placement"), strategy.arch,
-                               worker_device)
+                               worker_device, **{f: spec.get(f) for f in SERVER_FIELDS})
         scenario = resolve(workload, cluster, strategy)
         if method == "simulate":
             from ddlperf.predictors.simulate import predict_simulate

@@ -68,11 +68,12 @@ class RackPlan:
 
 
 def plan_servers(
-    cluster: Cluster, strategy: Strategy, shard_bytes: np.ndarray
+    cluster: Cluster, strategy: Strategy, shard_bytes: np.ndarray | None
 ) -> tuple[list[Segment], RackPlan | None]:
     """The cluster's segments and racks (see the module docstring).
 
-    ``shard_bytes[k]``: bytes of the model on PS shard k (to weigh rack-link loads).
+    ``shard_bytes[k]``: bytes of the model on PS shard k (to weigh rack-link loads; only
+    needed with racks).
     """
     payload = cluster.goodput / 8.0
     groups = cluster.servers()
@@ -91,11 +92,14 @@ def plan_servers(
             pieces.append((g, server, take))
             server += take
             left -= take
-    crossing = _rack_crossing(cluster, strategy, racks, pieces, shard_bytes)
+    crossing: list[float] = []
+    total = 0.0
     if racks is not None:
+        assert shard_bytes is not None
+        crossing = _rack_crossing(cluster, strategy, racks, pieces, shard_bytes)
         racks = RackPlan(racks.size, racks.count, racks.up, racks.down, tuple(crossing))
+        total = float(shard_bytes.sum())
     aggregate = strategy.arch == "ps" and strategy.local_aggregation
-    total = float(shard_bytes.sum())
     segments: list[Segment] = []
     for g, first, count in pieces:
         nic_up = g.nics * g.up * payload

@@ -37,6 +37,7 @@ def _list(text: str | None, field: str, kind: type = str) -> list[Any] | None:
 
 CHOICES = {
     "arch": ("ps", "allreduce"), "sync": ("bsp", "asp", "ssp"),
+    "allreduce": ("ring", "hierarchical"),
     "sharding": ("round_robin", "greedy", "even"), "placement": ("dedicated", "colocated"),
     "dtype": ("fp32", "tf32", "fp16", "bf16"), "grad_dtype": ("fp32", "tf32", "fp16", "bf16"),
     "math": ("default", "tf32", "ieee"),
@@ -83,6 +84,13 @@ def sweep(
     latency: Annotated[str | None, typer.Option(help="e.g. 5us,50us")] = None,
     goodput: Annotated[float | None, typer.Option(help="payload share of the line rate")] = None,
     config: Annotated[Path | None, typer.Option(help="cluster YAML for the fixed part")] = None,
+    gpus_per_node: Annotated[str | None, typer.Option(help="GPUs per server, e.g. 1,4,8")] = None,
+    intra: Annotated[str | None, typer.Option(help="fabrics, e.g. PCIe3,NVLink2")] = None,
+    nics: Annotated[str | None, typer.Option(help="NICs per server, e.g. 1,2")] = None,
+    rack_size: Annotated[str | None, typer.Option(help="servers per rack, e.g. 4,8")] = None,
+    rack_uplink: Annotated[str | None, typer.Option(help="rack uplinks, e.g. 40Gbps,100Gbps")] = None,
+    allreduce: Annotated[str | None, typer.Option(help="ring,hierarchical")] = None,
+    local_aggregation: Annotated[str | None, typer.Option(help="on,off (PS on servers)")] = None,
     method: Annotated[str, typer.Option(help="analytic or simulate")] = "analytic",
     jobs: Annotated[int, typer.Option(help="processes (0 = one per core)")] = 0,
     x: Annotated[str, typer.Option(help="axis for the plot's x")] = "workers",
@@ -107,7 +115,10 @@ def sweep(
         ("arch", arch, str), ("sync", sync, str), ("staleness", staleness, int),
         ("sharding", sharding, str), ("overlap", overlap, bool),
         ("bucket_size", bucket_size, str), ("bandwidth", bandwidth, str),
-        ("latency", latency, str),
+        ("latency", latency, str), ("gpus_per_node", gpus_per_node, int),
+        ("intra", intra, str), ("nics", nics, int), ("rack_size", rack_size, int),
+        ("rack_uplink", rack_uplink, str), ("allreduce", allreduce, str),
+        ("local_aggregation", local_aggregation, bool),
     ):
         flag = f"--{name.replace('_', '-')}"
         values = _list(text, flag, kind)
