@@ -111,22 +111,24 @@ def _worker_rows(workers: list[WorkerResult]) -> list[tuple[str, WorkerResult, i
 
 
 def _span(first: str, last: str) -> str:
-    """``w0–w7``; whole servers ``node0–3 (gpu0–7)``; ``node0/gpu1–node0/gpu7``."""
-    if "/" in first and first.endswith("/gpu0"):
-        server_a, server_b = first.split("/")[0], last.split("/")[0]
-        gpu = last.split("/")[1]
-        if server_a == server_b:
-            return f"{server_a} (gpu0–{gpu[3:]})"
-        return f"{server_a}–{server_b[4:]} (gpu0–{gpu[3:]})"
+    """``w0–w7``; whole servers ``node0–3`` (all their GPUs); ``node0/gpu1–7``;
+    ``node0/gpu5–node1/gpu2``."""
+    if "/" not in first:
+        return f"{first}–{last}"
+    (server_a, gpu_a), (server_b, gpu_b) = first.split("/"), last.split("/")
+    if server_a == server_b:
+        return f"{server_a}/{gpu_a}–{gpu_b[3:]}"
+    if gpu_a == "gpu0":  # whole servers (the scenario line says how many GPUs each)
+        return f"{server_a}–{server_b[4:]}"
     return f"{first}–{last}"
 
 
 def worker_table(p: Prediction) -> Table:
     table = Table(title="workers", header_style="bold", title_justify="left")
+    rows = _worker_rows(p.workers)
     for col in ("worker", "group", "device", "batch", "iteration", "samples/s", "compute",
                 "comm", "wait"):
         table.add_column(col, justify="left" if col in ("worker", "group", "device") else "right")
-    rows = _worker_rows(p.workers)
     for label, w, _count in rows[:MAX_WORKER_ROWS]:
         table.add_row(label, w.group, w.device or "-", str(w.batch_size),
                       format_duration(w.iteration_time_s), f"{w.throughput_samples_per_s:,.1f}",
