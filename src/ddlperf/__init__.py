@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddlperf.api import make_cluster, make_strategy, make_workload, predict
-from ddlperf.cluster import Cluster, PSGroup, WorkerGroup
+from ddlperf.cluster import Cluster, NodeGroup, PSGroup, Racks, WorkerGroup
 from ddlperf.errors import InputError
 from ddlperf.prediction import Prediction
 from ddlperf.strategy import Strategy
@@ -33,7 +33,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Cluster", "InputError", "Layer", "PSGroup", "Prediction", "Strategy", "Tensor",
+    "Cluster", "InputError", "Layer", "NodeGroup", "PSGroup", "Prediction", "Racks",
+    "Strategy", "Tensor",
     "WorkerGroup", "Workload", "load_workload", "make_cluster", "make_strategy",
     "make_workload", "measure", "predict", "profile",
 ]
