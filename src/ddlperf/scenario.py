@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ddlperf.cluster import Cluster, WorkerGroup
+from ddlperf.cluster import Cluster, NodeGroup, WorkerGroup
 from ddlperf.compute import KernelTable, rates, synthetic_rows
 from ddlperf.errors import InputError
 from ddlperf.hardware import Device, catalog
@@ -320,8 +320,8 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
     )
 
 
-def _check_memory(workload: Workload, group: WorkerGroup, memory: dict[str, dict[str, object]],
-                  notes: list[str]) -> None:
+def _check_memory(workload: Workload, group: WorkerGroup | NodeGroup,
+                  memory: dict[str, dict[str, object]], notes: list[str]) -> None:
     """Each group's memory per worker, and a note when it does not fit the device."""
     if group.name in memory:
         return
