@@ -58,8 +58,7 @@ def test_workers_flag_conflicts_with_config_workers():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"sync": "bsp", "staleness": 2}, "only applies to --sync ssp"),
-     ({"sync": "ssp"}, "add --staleness"),
+    [({"sync": "ssp"}, "add --staleness"),
      ({"sync": "ssp", "staleness": -1}, "≥ 0"),
      ({"arch": "allreduce", "sync": "asp"}, "synchronous"),
      ({"bucket_size": "0MB"}, "--bucket-size"),
@@ -158,14 +157,22 @@ def test_bad_server_flags(kwargs, match):
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"allreduce": "hierarchical"}, "--allreduce: only applies to --arch allreduce"),
-     ({"arch": "allreduce", "local_aggregation": True}, "--local-aggregation: only applies"),
-     ({"sync": "asp", "local_aggregation": True}, "--local-aggregation: .* --sync bsp"),
+    [({"sync": "asp", "local_aggregation": True}, "--local-aggregation: .* --sync bsp"),
      ({"arch": "allreduce", "allreduce": "tree"}, "--allreduce")],
 )
 def test_incoherent_server_strategy(kwargs, match):
     with pytest.raises(InputError, match=match):
         make_strategy(**kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "attr", "value"), [
+    ({"sync": "bsp", "staleness": 2}, "staleness", None),
+    ({"allreduce": "hierarchical"}, "allreduce", "ring"),
+    ({"arch": "allreduce", "local_aggregation": True}, "local_aggregation", False),
+])
+def test_options_that_do_not_apply_are_dropped_not_refused(kwargs, attr, value):
+    """They do not change the scenario; predict says so in a note (ignored_flags)."""
+    assert getattr(make_strategy(**kwargs), attr) == value
 
 
 def test_server_strategy_defaults():

@@ -63,8 +63,8 @@ def test_cli_csv_plot_json(tmp_path):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [(["--workers", "two"], "--workers"),
-     (["--workers", "2", "--sync", "bsp,lazy"], "--sync: unknown value 'lazy'"),
-     (["--csv", "/nonexistent/dir/x.csv"], "--csv"), (["--x", "ps"], "--x")],
+     (["--workers", "2", "--sync", "bsp,lazy"], "--sync: 'lazy' is not one of"),
+     (["--csv", "/nonexistent/dir/x.csv"], "--csv"), (["--x", "ps", "--plot", "p.png"], "--x")],
 )
 def test_cli_bad_input(args, needle):
     result = runner.invoke(app, ["sweep", *args])
@@ -85,3 +85,20 @@ def test_server_axes_equal_single_predictions():
         assert row["error"] is None, row["error"]
         assert row["iteration_time_s"] == p.iteration_time_s
         assert row["bottleneck"] == p.bottleneck
+
+
+def test_batch_size_sweeps_a_workload_file(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({
+        "format": "ddlperf.workload/1", "name": "toy", "batch_size": 32, "device": "V100",
+        "layers": [{"name": "fc", "forward_s": 0.01, "backward_s": 0.02,
+                    "tensors": [{"name": "fc.weight", "bytes": 400_000}]}]}))
+    rows = sweep({"batch_size": [16, 32, 64]}, workload=str(path), workers=2)
+    times = [r["iteration_time_s"] for r in rows]
+    assert times[0] < times[1] < times[2]
+    single = predict(workload=str(path), batch_size=64, workers=2)
+    assert rows[2]["iteration_time_s"] == single.iteration_time_s
+    result = runner.invoke(app, ["sweep", "--workload", str(path), "--batch-size", "16,32,64",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    assert len({r["throughput_samples_per_s"] for r in json.loads(result.stdout)}) == 3

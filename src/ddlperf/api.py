@@ -6,14 +6,19 @@ as well as base-unit numbers (bits/s, seconds, bytes).
 
 from __future__ import annotations
 
+import copy
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ddlperf.cluster import Cluster, load_cluster
+from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
+from ddlperf.hardware import parse_link_rate
 from ddlperf.prediction import Prediction
 from ddlperf.scenario import resolve
+from ddlperf.schema import read_structured
 from ddlperf.strategy import Strategy
+from ddlperf.units import parse_duration, parse_size, warn_if_implausible
 from ddlperf.workload import Workload, load_workload
 
 # Field → CLI flag, so errors about values that came from flags name the flag.
@@ -99,6 +104,21 @@ def make_workload(
     )
 
 
+def worker_defaults(
+    workload: object, batch_size: int | None, device: str | None
+) -> dict[str, Any]:
+    """(device, batch) every worker group gets unless it sets its own.
+
+    A zoo model is built at ``batch_size`` on ``device``, so its workers need nothing more. A
+    workload file keeps the batch and device it was profiled at; ``--device`` and
+    ``--batch-size`` then describe the workers, and ``scenario.group_compute`` rescales the
+    file's times to them.
+    """
+    if workload is None:
+        return {}
+    return {"worker_device": device, "worker_batch": batch_size}
+
+
 def make_cluster(
     config: Cluster | str | Path | dict[str, Any] | None = None,
     workers: int | None = None,
@@ -114,30 +134,27 @@ def make_cluster(
     nics: int | None = None,
     rack_size: int | None = None,
     rack_uplink: str | float | None = None,
+    worker_batch: int | None = None,
 ) -> Cluster:
     """A cluster from a YAML/dict/Cluster, with flags overriding its top-level values.
 
     ``workers`` counts GPUs; with ``gpus_per_node`` G they sit on workers / G servers of G
     GPUs each (``intra`` fabric, ``nics`` NICs), named ``node0/gpu0`` …; ``rack_size`` and
-    ``rack_uplink`` put those servers into racks.
+    ``rack_uplink`` put those servers into racks. ``worker_device`` / ``worker_batch`` are
+    the device and batch of every worker group that does not set its own (used with a
+    workload file, whose times are then rescaled).
     """
-    if isinstance(config, Cluster):
-        data: dict[str, Any] = config.to_dict()
-    elif isinstance(config, dict):
-        data = dict(config)
-    elif config is not None:
-        data = load_cluster(str(config)).to_dict()
-    else:
-        data = {}
+    data, source = _cluster_data(config)
     listed = "workers" if "workers" in data else "nodes" if "nodes" in data else None
     if workers is not None:
         if workers <= 0:
             raise InputError("--workers", f"must be at least 1, got {workers}")
-        if config is not None and listed:
-            raise InputError("--workers", f"the --config file already lists {listed}",
-                             "drop --workers or edit the file")
+        if listed:
+            named = "" if source == "cluster" else f" {source}"
+            raise InputError("--workers", f"the --config file{named} already lists {listed}",
+                             f"drop --workers or remove '{listed}' from the file")
     servers_flags = gpus_per_node is not None or intra is not None or nics is not None
-    if servers_flags and config is not None and listed:
+    if servers_flags and listed:
         data = _servers_from_flags_on_file(data, listed, gpus_per_node, intra, nics)
     elif servers_flags:
         data.pop("workers", None)
@@ -147,10 +164,16 @@ def make_cluster(
         data["workers"] = [{"count": workers}]
     if "nodes" not in data:
         data.setdefault("workers", [{"count": DEFAULTS["workers"]}])
-    if worker_device is not None:
+    if worker_device is not None or worker_batch is not None:
         key = "workers" if "workers" in data else "nodes"
-        groups = data[key] if isinstance(data[key], list) else [data[key]]
-        data[key] = [{**g, "device": g.get("device", worker_device)}
+        groups = data[key]
+        if isinstance(groups, int) and not isinstance(groups, bool):
+            groups = [{"count": groups}]
+        elif not isinstance(groups, list):
+            groups = [groups]
+        defaults = {k: v for k, v in (("device", worker_device), ("batch_size", worker_batch))
+                    if v is not None}
+        data[key] = [{**defaults, **{k: v for k, v in g.items() if v is not None}}
                      if isinstance(g, dict) else g for g in groups]
     ps_data = dict(data.get("ps") or {}) if not isinstance(data.get("ps"), int) else {
         "count": data["ps"]}
@@ -170,13 +193,18 @@ def make_cluster(
                          f"add {missing}")
     if rack_size is not None:
         data["racks"] = {"servers": rack_size, "uplink": rack_uplink}
-    for key, value in (("bandwidth", bandwidth), ("latency", latency), ("goodput", goodput)):
+    flags = {}
+    for key, value, parse in (("bandwidth", bandwidth, parse_link_rate),
+                              ("latency", latency, parse_duration),
+                              ("goodput", goodput, _goodput)):
         if value is not None:
+            flags[key] = parse(value, f"--{key}")  # a bad flag is named as the flag
             data[key] = value
     data.setdefault("bandwidth", DEFAULTS["bandwidth"])
     data.setdefault("latency", DEFAULTS["latency"])
+    _warn_implausible(data, source, flags)
     try:
-        return Cluster.from_dict(data, field="cluster")
+        return Cluster.from_dict(data, field=source)
     except InputError as exc:
         raise (exc if config is not None else _as_flag(exc, "cluster")) from None
 
@@ -222,6 +250,74 @@ def _servers_from_flags_on_file(
     return {**data, "nodes": [{**g, **extra} for g in groups]}
 
 
+def _cluster_data(
+    config: Cluster | str | Path | dict[str, Any] | None,
+) -> tuple[dict[str, Any], str]:
+    """The cluster as given (a file's own keys, nothing defaulted yet) and its name."""
+    if isinstance(config, Cluster):
+        return config.to_dict(), "cluster"
+    if isinstance(config, dict):
+        return copy.deepcopy(config), "cluster"
+    if config is None:
+        return {}, "cluster"
+    path = Path(config)
+    stamp = path.stat().st_mtime_ns if path.is_file() else None
+    return copy.deepcopy(_read_cluster_file(str(path), stamp)), str(path)
+
+
+@lru_cache(maxsize=32)
+def _read_cluster_file(path: str, _stamp: int | None) -> dict[str, Any]:
+    """A cluster file's mapping (cached per modification time: sweeps read it per point)."""
+    data = read_structured(path, "--config")
+    if isinstance(data, dict) and "cluster" in data:
+        data = data["cluster"]
+    if not isinstance(data, dict):
+        raise InputError(path, "must be a mapping with 'workers' (and optionally 'ps')")
+    if "layers" in data:
+        raise InputError("--config", f"{Path(path).name} is a workload (it has 'layers'), not "
+                         "a cluster", "give it with --workload")
+    return data
+
+
+def _goodput(value: Any, field: str) -> float:
+    """The payload share of the line rate: a number in (0, 1]."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(field, f"{value!r} is not a number", "e.g. 0.956") from None
+    if not 0 < number <= 1:  # also refuses nan
+        raise InputError(field, f"must be in (0, 1], got {value!r}",
+                         "the payload share of the line rate, e.g. 0.956 for TCP/Ethernet")
+    return number
+
+
+def _warn_implausible(data: dict[str, Any], source: str, flags: dict[str, float]) -> None:
+    """Warn about rates and latencies no real cluster has (a number without its unit)."""
+    def check(kind: str, raw: Any, field: str, parse: Any) -> None:
+        try:
+            value = parse(raw, field)
+        except InputError:
+            return  # validation reports it
+        warn_if_implausible(kind, value, raw, field)
+
+    for key, kind, parse in (("bandwidth", "bandwidth", parse_link_rate),
+                             ("latency", "latency", parse_duration)):
+        if key in data:
+            field = f"--{key}" if key in flags else f"{source}: {key}"
+            check(kind, data[key], field, parse)
+    parts = []
+    for key in ("workers", "nodes"):
+        groups = data.get(key)
+        parts += ([(f"{key}[{i}]", g) for i, g in enumerate(groups)]
+                  if isinstance(groups, list) else [(key, groups)])
+    parts += [("ps", data.get("ps")), ("racks", data.get("racks"))]
+    for name, part in parts:
+        if isinstance(part, dict):
+            for key in ("bandwidth", "uplink", "downlink"):
+                if part.get(key) is not None:
+                    check("bandwidth", part[key], f"{source}: {name}.{key}", parse_link_rate)
+
+
 def make_strategy(
     arch: str = "ps",
     sync: str = "bsp",
@@ -232,12 +328,21 @@ def make_strategy(
     allreduce: str = "ring",
     local_aggregation: bool = False,
 ) -> Strategy:
-    """A Strategy with one-line errors for incoherent combinations."""
-    data: dict[str, Any] = {"arch": arch, "sync": sync, "sharding": sharding, "overlap": overlap,
-                            "allreduce": allreduce, "local_aggregation": local_aggregation}
-    if staleness is not None:
+    """A Strategy with one-line errors for incoherent combinations.
+
+    Options that do not apply to the architecture (a staleness bound without SSP, an
+    all-reduce algorithm for a PS, local aggregation for all-reduce) are dropped;
+    :func:`ignored_flags` says so in the notes.
+    """
+    data: dict[str, Any] = {
+        "arch": arch, "sync": sync, "sharding": sharding, "overlap": overlap,
+        "allreduce": allreduce if arch == "allreduce" else "ring",
+        "local_aggregation": local_aggregation and arch == "ps"}
+    if staleness is not None and sync == "ssp":
         data["staleness"] = staleness
     if bucket_size is not None:
+        warn_if_implausible("size", parse_size(bucket_size, "--bucket-size"), bucket_size,
+                            "--bucket-size")
         data["bucket_bytes"] = bucket_size
     from ddlperf.schema import validate
 
@@ -245,6 +350,39 @@ def make_strategy(
         return validate(Strategy, data, prefix="strategy")
     except InputError as exc:
         raise _as_flag(exc, "strategy") from None
+
+
+SIMULATE_OPTIONS = ("iterations", "warmup", "seed", "replications", "jitter", "trace")
+
+
+def ignored_flags(arch: str, sync: str, method: str | None = None,
+                  **given: Any) -> list[str]:
+    """A note for each given flag that has no effect on this scenario (never an error).
+
+    ``given`` holds flag values (``None`` = not given): ``placement``, ``sharding``,
+    ``bucket_size``, ``staleness``, ``allreduce``, ``local_aggregation`` and the simulate
+    options.
+    """
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    notes = []
+    if arch == "allreduce":
+        notes += [f"{flag(k)} does not apply to all-reduce (no parameter servers): ignored"
+                  for k in ("placement", "sharding") if given.get(k) is not None]
+        if given.get("local_aggregation"):
+            notes.append("--local-aggregation applies to --arch ps only (all-reduce: see "
+                         "--allreduce hierarchical): ignored")
+    else:
+        notes += [f"{flag(k)} applies to --arch allreduce only: ignored"
+                  for k in ("bucket_size", "allreduce")
+                  if given.get(k) is not None and given.get(k) != "ring"]
+    if given.get("staleness") is not None and sync != "ssp":
+        notes.append("--staleness applies to --sync ssp only: ignored")
+    if method is not None and method != "simulate":
+        notes += [f"{flag(k)} applies to --method simulate only: ignored"
+                  for k in SIMULATE_OPTIONS if given.get(k) is not None]
+    return notes
 
 
 def predict(
@@ -259,11 +397,11 @@ def predict(
     workers: int | None = None,
     ps: int | None = None,
     placement: str | None = None,
-    arch: str = "ps",
-    sync: str = "bsp",
+    arch: str | None = None,
+    sync: str | None = None,
     staleness: int | None = None,
-    sharding: str = "round_robin",
-    overlap: bool = True,
+    sharding: str | None = None,
+    overlap: bool | None = None,
     bucket_size: str | float | None = None,
     bandwidth: str | float | None = None,
     latency: str | float | None = None,
@@ -273,8 +411,8 @@ def predict(
     nics: int | None = None,
     rack_size: int | None = None,
     rack_uplink: str | float | None = None,
-    allreduce: str = "ring",
-    local_aggregation: bool = False,
+    allreduce: str | None = None,
+    local_aggregation: bool | None = None,
     dtype: str | None = None,
     math: str | None = None,
     grad_dtype: str | None = None,
@@ -283,25 +421,38 @@ def predict(
 ) -> Prediction:
     """Predict one scenario. With no arguments: the built-in default (resnet50, 8×V100, 2 PS).
 
-    ``simulate_options`` (``iterations``, ``warmup``, ``seed``, ``replications``, ``jitter``,
-    ``trace``) apply to ``method="simulate"``.
+    ``None`` means the default (``arch='ps'``, ``sync='bsp'``, ``sharding='round_robin'``,
+    ``overlap=True``, …). ``simulate_options`` (``iterations``, ``warmup``, ``seed``,
+    ``replications``, ``jitter``, ``trace``) apply to ``method="simulate"``; given with the
+    analytic method, they (like any flag that has no effect) become a note.
     """
     if method not in METHODS:
         raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")
-    if simulate_options and method != "simulate":
-        name = "--" + next(iter(simulate_options)).replace("_", "-")
-        raise InputError(name, f"only applies to --method simulate (got {method})",
-                         "add --method simulate")
+    unknown = sorted(set(simulate_options) - set(SIMULATE_OPTIONS))
+    if unknown:
+        import difflib
+        import inspect
+
+        known = [*SIMULATE_OPTIONS, *inspect.signature(predict).parameters]
+        close = (["cluster"] if unknown[0] == "config"  # the CLI's name for it
+                 else difflib.get_close_matches(unknown[0], known))
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TypeError(f"predict() got an unexpected keyword argument {unknown[0]!r}{hint}")
     the_workload = make_workload(model, workload, batch_size, device, dtype, math, grad_dtype,
                                  accumulation)
     if strategy is None:
-        strategy = make_strategy(arch, sync, staleness, sharding, overlap, bucket_size,
-                                 allreduce, local_aggregation)
-    worker_device = device if (workload is not None and device is not None) else None
+        strategy = make_strategy(arch or "ps", sync or "bsp", staleness,
+                                 sharding or "round_robin", True if overlap is None else overlap,
+                                 bucket_size, allreduce or "ring", bool(local_aggregation))
     the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, goodput, placement,
-                               strategy.arch, worker_device, gpus_per_node, intra, nics,
-                               rack_size, rack_uplink)
+                               strategy.arch, gpus_per_node=gpus_per_node, intra=intra,
+                               nics=nics, rack_size=rack_size, rack_uplink=rack_uplink,
+                               **worker_defaults(workload, batch_size, device))
     scenario = resolve(the_workload, the_cluster, strategy)
+    notes = ignored_flags(strategy.arch, strategy.sync, method, placement=placement,
+                          sharding=sharding, bucket_size=bucket_size, staleness=staleness,
+                          allreduce=allreduce, local_aggregation=local_aggregation,
+                          **simulate_options)
     if method == "simulate":
         from ddlperf.predictors.simulate import predict_simulate
 
@@ -312,4 +463,6 @@ def predict(
         prediction = predict_analytic(scenario)
     if scenario.memory:
         prediction.inputs["memory"] = scenario.memory
+    prediction.notes.extend(notes)
     return prediction
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,15 +26,73 @@ def field_path(loc: tuple[Any, ...], prefix: str = "") -> str:
     return out or prefix or "input"
 
 
-def input_error_from(exc: ValidationError, prefix: str = "") -> InputError:
-    """The first pydantic error as an :class:`InputError` (one line is what users read)."""
-    err = exc.errors()[0]
+# pydantic error types → our wording (``ctx`` holds the bound).
+_PROBLEMS = {
+    "too_short": "needs at least {min_length} entr{plural}",
+    "greater_than": "must be > {gt}", "greater_than_equal": "must be ≥ {ge}",
+    "less_than": "must be < {lt}", "less_than_equal": "must be ≤ {le}",
+    "finite_number": "must be a finite number", "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number", "int_type": "must be a whole number",
+    "float_parsing": "must be a number", "float_type": "must be a number",
+    "bool_parsing": "must be true or false", "bool_type": "must be true or false",
+    "string_type": "must be text", "dict_type": "must be a mapping",
+    "model_type": "must be a mapping", "list_type": "must be a list",
+    "tuple_type": "must be a list", "literal_error": "must be one of {expected}",
+}
+
+
+def _problem(err: dict[str, Any]) -> str:
+    """One error in our words; a NaN is called what it is whatever bound it broke."""
+    got = err.get("input")
+    if isinstance(got, float) and got != got:
+        return "must be a finite number (got nan)"
+    template = _PROBLEMS.get(err["type"])
+    ctx = dict(err.get("ctx") or {})
+    if template is None:
+        message = str(err["msg"]).removeprefix("Value error, ")
+        problem = message[:1].lower() + message[1:]
+    else:
+        ctx.setdefault("plural", "y" if ctx.get("min_length") == 1 else "ies")
+        problem = template.format(**ctx)
+    shown = "" if isinstance(got, (dict, list, tuple)) or got is None else f" (got {got!r})"
+    return problem + shown
+
+
+def field_names(model: type[BaseModel]) -> set[str]:
+    """Every field name of ``model`` and of the models nested in it (for typo hints)."""
+    names: set[str] = set()
+    todo: list[Any] = [model]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            for name, info in current.model_fields.items():
+                if name not in names:
+                    names.add(name)
+                    todo.append(info.annotation)
+        else:
+            todo.extend(getattr(current, "__args__", ()))
+    return names
+
+
+def input_error_from(exc: ValidationError, prefix: str = "",
+                     known: set[str] | None = None) -> InputError:
+    """The first pydantic error as an :class:`InputError` (one line is what users read).
+
+    An unknown key names the known one it most resembles (from ``known``); a missing key that
+    is present under a misspelt name is reported as that typo.
+    """
+    errors = exc.errors()
+    extras = [e for e in errors if e["type"] == "extra_forbidden"]
+    err = errors[0]
+    if err["type"] == "missing" and extras:
+        # `workres: 4` says 'workers is required' first; the typo is the better answer
+        missing = str(err["loc"][-1])
+        typo = next((e for e in extras if difflib.get_close_matches(
+            str(e["loc"][-1]), [missing], n=1)), None)
+        if typo is not None:
+            err = typo
     inner = (err.get("ctx") or {}).get("error")
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    message = err["msg"]
-    if message.startswith("Value error, "):
-        message = message[len("Value error, ") :]
-    got = err.get("input")
     if isinstance(inner, InputError):
         # a model-level check names its own field; a field-level one gets the full path
         return InputError(field_path(loc, prefix) if loc else inner.field, inner.problem,
@@ -41,9 +100,10 @@ def input_error_from(exc: ValidationError, prefix: str = "") -> InputError:
     if err["type"] == "missing":
         return InputError(field_path(loc, prefix), "is required", "add it")
     if err["type"] == "extra_forbidden":
-        return InputError(field_path(loc, prefix), "is not a known field", "remove or rename it")
-    shown = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
-    return InputError(field_path(loc, prefix), f"{message}{shown}")
+        close = difflib.get_close_matches(str(loc[-1]), sorted(known or ()), n=1)
+        fix = f"did you mean '{close[0]}'?" if close else "remove or rename it"
+        return InputError(field_path(loc, prefix), "is not a known field", fix)
+    return InputError(field_path(loc, prefix), _problem(err))
 
 
 def validate(model: type[M], data: Any, prefix: str = "") -> M:
@@ -51,7 +111,7 @@ def validate(model: type[M], data: Any, prefix: str = "") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise input_error_from(exc, prefix) from None
+        raise input_error_from(exc, prefix, field_names(model)) from None
 
 
 def read_structured(path: str | Path, field: str) -> Any:

@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Collection, Iterable, Sequence
 from multiprocessing import get_context
 from typing import Any
 
-from ddlperf.api import DEFAULTS, METHODS, make_cluster, make_strategy, make_workload
+from ddlperf.api import (
+    DEFAULTS,
+    METHODS,
+    make_cluster,
+    make_strategy,
+    make_workload,
+    worker_defaults,
+)
 from ddlperf.errors import InputError
 from ddlperf.scenario import resolve
+from ddlperf.units import ImplausibleValueWarning
 
 AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumulation",
         "workers", "ps", "placement", "arch", "sync",
@@ -28,7 +37,8 @@ AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumul
         "local_aggregation")
 # Server and rack fields (make_cluster's keywords): such points take the per-point path.
 SERVER_FIELDS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink")
-_SERVER_KEYS = frozenset(SERVER_FIELDS)
+_STRATEGY_KEYS = ("arch", "sync", "staleness", "sharding", "overlap", "bucket_size",
+                  "allreduce", "local_aggregation")
 RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",
                "bottleneck")
 # Below this many points a process pool costs more than it saves.
@@ -38,12 +48,13 @@ MIN_POINTS_PER_JOB = 200
 BATCH = True
 
 
-def grid(axes: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
+def grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()) -> list[dict[str, Any]]:
     """Cartesian product of the axes, normalised so every point is a valid scenario.
 
-    All-reduce has no PS (``ps`` becomes 0) nor local aggregation, the all-reduce algorithm
-    only applies to all-reduce, staleness only to SSP and a fabric only to servers of more
-    than one GPU; points that become identical after that are kept once, in first-seen order.
+    All-reduce has no PS (``ps``, swept or in ``fixed``, becomes 0) nor local aggregation, the
+    all-reduce algorithm only applies to all-reduce, staleness only to SSP and a fabric only to
+    servers of more than one GPU; points that become identical after that are kept once, in
+    first-seen order.
     """
     for name, values in axes.items():
         if name not in AXES:
@@ -57,7 +68,8 @@ def grid(axes: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
     for values in itertools.product(*(axes[n] for n in names)):
         point = dict(zip(names, values))
         if point.get("arch") == "allreduce":  # synchronous and without parameter servers
-            point["ps"] = 0
+            if "ps" in point or "ps" in fixed:  # a fixed PS count is for the PS rows
+                point["ps"] = 0
             if "sync" in point:
                 point["sync"] = "bsp"
             if "local_aggregation" in point:
@@ -132,9 +144,7 @@ def _workload_key(spec: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _strategy_key(spec: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(_hashable(spec.get(k)) for k in ("arch", "sync", "staleness", "sharding",
-                                                  "overlap", "bucket_size", "allreduce",
-                                                  "local_aggregation"))
+    return tuple(_hashable(spec.get(k)) for k in _STRATEGY_KEYS)
 
 
 def _workload_and_strategy(spec: dict[str, Any], state: _State) -> tuple[Any, Any]:
@@ -148,8 +158,8 @@ def _workload_and_strategy(spec: dict[str, Any], state: _State) -> tuple[Any, An
         state.strategies[skey] = make_strategy(
             spec.get("arch", "ps"), spec.get("sync", "bsp"), spec.get("staleness"),
             spec.get("sharding", "round_robin"), spec.get("overlap", True),
-            spec.get("bucket_size"), spec.get("allreduce", "ring"),
-            spec.get("local_aggregation", False))
+            spec.get("bucket_size"), spec.get("allreduce") or "ring",
+            bool(spec.get("local_aggregation")))
     return state.workloads[wkey], state.strategies[skey]
 
 
@@ -164,23 +174,22 @@ def _plan(
     as a single prediction, once per distinct template. Anything unusual (errors included)
     returns None, so that point takes the per-point path and gets exactly its row.
     """
-    if spec.get("config") is not None or spec.get("placement", "dedicated") not in (
+    if spec.get("cluster") is not None or spec.get("placement", "dedicated") not in (
             None, "dedicated"):
-        return None
-    servers = _SERVER_KEYS & spec.keys()
-    if servers and any(spec[f] is not None for f in servers):
         return None
     workers = spec.get("workers")
     if workers is None:
         workers = DEFAULTS["workers"]
     elif type(workers) is not int or workers <= 0:
         return None
-    values = tuple(map(spec.get, _TEMPLATE_FIELDS))
+    # Everything but the worker count picks the template (a sweep builds every spec with its
+    # keys in the same order, so equal points give equal tuples).
+    items = tuple(item for item in spec.items() if item[0] != "workers")
     try:
-        hash(values)
+        hash(items)
     except TypeError:
-        values = tuple(map(_hashable, values))
-    tkey = (values, tuple(map(type, values)))
+        items = tuple((k, _hashable(v)) for k, v in items)
+    tkey = (items, tuple(type(v) for _k, v in items))
     template = state.templates.get(tkey, _MISSING)
     if template is _MISSING:
         template = state.templates[tkey] = _template(spec, state)
@@ -191,10 +200,6 @@ def _plan(
 
 
 _COMPUTE_FIELDS = ("dtype", "math", "grad_dtype", "accumulation")
-_TEMPLATE_FIELDS = ("model", "workload", "batch_size", "device", *_COMPUTE_FIELDS, "arch",
-                    "sync", "staleness",
-                    "sharding", "overlap", "bucket_size", "ps", "bandwidth", "latency",
-                    "goodput", "placement")
 _MISSING = object()
 
 
@@ -203,14 +208,16 @@ def _template(
 ) -> tuple[tuple[Any, ...], Any, tuple[float, ...]] | None:
     from ddlperf.predictors.analytic_batch import batch_key, point_values
 
+    if any(spec.get(f) is not None for f in SERVER_FIELDS):
+        return None  # servers and racks: the per-point path
     try:
         workload, strategy = _workload_and_strategy(spec, state)
-        worker_device = spec.get("device") if spec.get("workload") is not None else None
         fields = (spec.get("ps"), spec.get("bandwidth"), spec.get("latency"),
-                  spec.get("goodput"), spec.get("placement"), strategy.arch, worker_device)
-        ckey = (fields, tuple(map(type, fields)))
+                  spec.get("goodput"), spec.get("placement"), strategy.arch)
+        keywords = _cluster_keywords(spec)
+        ckey = (fields, tuple(map(type, fields)), tuple(keywords.items()))
         if ckey not in state.clusters:
-            state.clusters[ckey] = make_cluster(None, 1, *fields)
+            state.clusters[ckey] = make_cluster(None, 1, *fields, **keywords)
         scenario = resolve(workload, state.clusters[ckey], strategy)
     except InputError:
         return None
@@ -220,17 +227,24 @@ def _template(
     return key, scenario, point_values(scenario)
 
 
+def _cluster_keywords(spec: dict[str, Any]) -> dict[str, Any]:
+    """Servers, racks and the workers' device/batch for a workload file (see api)."""
+    keywords = {k: spec[k] for k in SERVER_FIELDS if spec.get(k) is not None}
+    keywords.update(worker_defaults(spec.get("workload"), spec.get("batch_size"),
+                                    spec.get("device")))
+    return keywords
+
+
 def _predict_one(
     point: dict[str, Any], spec: dict[str, Any], method: str, state: _State
 ) -> dict[str, Any]:
     row: dict[str, Any] = dict(point)
     try:
         workload, strategy = _workload_and_strategy(spec, state)
-        worker_device = spec.get("device") if spec.get("workload") is not None else None
-        cluster = make_cluster(spec.get("config"), spec.get("workers"), spec.get("ps"),
+        cluster = make_cluster(spec.get("cluster"), spec.get("workers"), spec.get("ps"),
                                spec.get("bandwidth"), spec.get("latency"),
                                spec.get("goodput"), spec.get("placement"), strategy.arch,
-                               worker_device, **{f: spec.get(f) for f in SERVER_FIELDS})
+                               **_cluster_keywords(spec))
         scenario = resolve(workload, cluster, strategy)
         if method == "simulate":
             from ddlperf.predictors.simulate import predict_simulate
@@ -248,8 +262,16 @@ def _predict_one(
     return row
 
 
-def _chunk(args: tuple[list[dict[str, Any]], dict[str, Any], str]) -> list[dict[str, Any]]:
-    return _predict_points(*args)
+def _chunk(
+    args: tuple[list[dict[str, Any]], dict[str, Any], str],
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One process's rows, and the implausible-value warnings it met (the parent re-issues
+    them, so that they reach the caller once, not once per process)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ImplausibleValueWarning)
+        rows = _predict_points(*args)
+    return rows, [str(w.message) for w in caught
+                  if issubclass(w.category, ImplausibleValueWarning)]
 
 
 def sweep(
@@ -259,7 +281,8 @@ def sweep(
     jobs: int | None = 1,
     **fixed: Any,
 ) -> list[dict[str, Any]]:
-    """Predict every point of ``axes`` (a product grid); ``fixed`` holds the other parameters.
+    """Predict every point of ``axes`` (a product grid); ``fixed`` holds the other parameters
+    (the keywords of :func:`ddlperf.api.predict`: ``model``, ``workload``, ``cluster``, …).
 
     Returns one row per point: the point's values, the headline results (``RESULT_KEYS``) and
     ``error`` (``None``, or the one-line reason a point is impossible, e.g. colocated shards
@@ -267,7 +290,9 @@ def sweep(
     """
     if method not in METHODS:
         raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")
-    points = grid(axes)
+    if "config" in fixed:  # the name before it matched predict(cluster=…)
+        fixed["cluster"] = fixed.pop("config")
+    points = grid(axes, {k for k, v in fixed.items() if v is not None})
     if "model" not in axes and fixed.get("workload") is None:
         fixed.setdefault("model", DEFAULTS["model"])
     jobs = os.cpu_count() or 1 if jobs is None else jobs
@@ -284,8 +309,10 @@ def sweep(
               for s in range(0, len(points), size)]
     with get_context("fork").Pool(jobs) as pool:
         parts = pool.map(_chunk, chunks)
+    for message in dict.fromkeys(m for _rows, messages in parts for m in messages):
+        warnings.warn(message, ImplausibleValueWarning, stacklevel=2)
     rows: list[dict[str, Any]] = [{}] * len(points)
-    for i, row in zip(order, (row for part in parts for row in part)):
+    for i, row in zip(order, (row for part, _messages in parts for row in part)):
         rows[i] = row
     return rows
 

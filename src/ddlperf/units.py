@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
+from collections.abc import Callable
 
 from ddlperf.errors import InputError
 
@@ -130,3 +132,43 @@ def format_flops(flops: float, digits: int = 4) -> str:
     """``4.1e9`` → ``4.1GFLOP``."""
     steps = [(1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1.0, "FLOP")]
     return _scaled(flops, steps, digits)
+
+
+# ------------------------------------------------------------------ plausibility
+
+class ImplausibleValueWarning(UserWarning):
+    """A value far outside what its field takes in practice: probably a unit mistake."""
+
+
+# Base-unit ranges that real set-ups fall in; a value outside is most likely a number typed
+# without its unit (``--bandwidth 10`` is 10 bit/s). Each: low, high, what the field is, the
+# unit to suggest for a bare number, and how to show the parsed value.
+PLAUSIBLE: dict[str, tuple[float, float, str, str, Callable[[float], str]]] = {
+    "bandwidth": (1e6, 1e13, "a NIC line rate (1Mbps…10Tbps)", "Gbps", format_bandwidth),
+    "latency": (0.0, 1.0, "a per-message latency (at most 1s)", "us", format_duration),
+    "size": (1e3, 1e11, "a bucket size (1kB…100GB)", "MB", format_size),
+}
+
+
+def implausible(kind: str, value: float, text: object) -> str | None:
+    """Why ``value`` (base units, as parsed from ``text``) is probably a mistake, or None.
+
+    ``kind`` is a key of :data:`PLAUSIBLE`. A bare number gets a suggested unit.
+    """
+    low, high, what, unit, show = PLAUSIBLE[kind]
+    if low <= value <= high:
+        return None
+    shown = show(value)
+    message = f"{text} = {shown}, implausible for {what}"
+    bare = isinstance(text, (int, float)) or re.fullmatch(_NUMBER, str(text).strip())
+    if bare:
+        message += f"; did you mean {text}{unit}?"
+    return message
+
+
+def warn_if_implausible(kind: str, value: float, text: object, field: str) -> None:
+    """Warn (:class:`ImplausibleValueWarning`; the CLI prints one ``warning:`` line on stderr)
+    when ``value`` is implausible for its field; base units are kept either way."""
+    message = implausible(kind, value, text)
+    if message is not None:
+        warnings.warn(f"{field} {message}", ImplausibleValueWarning, stacklevel=3)

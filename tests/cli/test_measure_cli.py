@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,7 @@ from typer.testing import CliRunner
 
 import ddlperf.cli  # noqa: F401  (registers the commands)
 from ddlperf.cli.app import app
-from tests.conftest import assert_one_line_error
+from tests.conftest import assert_one_line_error, leftovers, netns_skip_reason
 
 runner = CliRunner()
 WORKLOAD = {
@@ -121,3 +125,33 @@ def test_a_failed_run_is_one_line_and_exit_1(wl: str, monkeypatch: pytest.Monkey
     assert result.exit_code == 1
     assert result.stderr.strip() == (
         "error: rank w1 (worker on host w1) exited with status 1: boom")
+
+
+@pytest.mark.root
+@pytest.mark.skipif(netns_skip_reason() is not None, reason=netns_skip_reason() or "")
+def test_ctrl_c_during_a_run_exits_130_and_tears_down(wl: str, tmp_path: Path) -> None:
+    """Ctrl-C as a terminal sends it (SIGINT to the foreground process group), pressed twice
+    while the ranks train: one line, exit status 130, nothing left behind."""
+    pytest.importorskip("torch")
+    out = tmp_path / "run"
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ddlperf", "measure", "--workload", wl, "--workers", "2",
+         "--ps", "1", "--iterations", "1000", "--no-probe", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, process_group=0)
+    records = out / "records.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and '"iteration"' not in (
+            records.read_text() if records.exists() else ""):
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # impatient: a second Ctrl-C while it cleans up
+    _stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert lines == ["error: interrupted; the emulated cluster was torn down"], stderr
+    assert "Traceback" not in stderr and "killed by signal" not in stderr
+    rid = stderr.split("(run ")[1].split(",")[0]
+    assert leftovers(rid) == []

@@ -75,7 +75,6 @@ def test_workload_file(tmp_path):
      (["--bandwidth", "fast"], "--bandwidth"),
      (["--latency", "5 lightyears"], "--latency"),
      (["--workers", "0"], "--workers"),
-     (["--staleness", "2"], "--staleness"),
      (["--sync", "ssp", "--staleness", "-1"], "--staleness"),
      (["--arch", "allreduce", "--sync", "asp"], "--sync"),
      (["--ps", "0"], "--ps"),
@@ -136,8 +135,7 @@ def test_fabrics_lists_the_catalog():
      (("--workers", "8", "--gpus-per-node", "4", "--intra", "NVlink9"),
       ("--intra", "unknown fabric", "did you mean")),
      (("--workers", "8", "--nics", "0"), ("--nics",)),
-     (("--workers", "8", "--rack-size", "0", "--rack-uplink", "10Gbps"), ("--rack-size",)),
-     (("--arch", "allreduce", "--local-aggregation"), ("--local-aggregation",))],
+     (("--workers", "8", "--rack-size", "0", "--rack-uplink", "10Gbps"), ("--rack-size",))],
 )
 def test_bad_server_input_is_one_line(args, needles):
     from tests.conftest import assert_one_line_error
@@ -154,3 +152,73 @@ def test_bad_server_file_is_one_line(tmp_path):
     assert_one_line_error(invoke("predict", "--config", str(cfg)), "racks.servers")
     cfg.write_text("workers: 2\nnodes: [{count: 2}]\nps: 1\n")
     assert_one_line_error(invoke("predict", "--config", str(cfg)), "nodes", "not both")
+
+
+TOY = {"format": "ddlperf.workload/1", "name": "toy", "batch_size": 32, "device": "V100",
+       "layers": [{"name": "fc", "forward_s": 0.001, "backward_s": 0.002,
+                   "tensors": [{"name": "fc.weight", "bytes": 4000000}]}]}
+
+
+def test_batch_size_rescales_a_workload_file(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(TOY))
+    base = json.loads(invoke("predict", "--json", "--workload", str(path)).stdout)
+    data = json.loads(invoke("predict", "--json", "--workload", str(path), "--batch-size",
+                             "64").stdout)
+    assert {w["batch_size"] for w in data["workers"]} == {64}
+    assert data["workers"][0]["compute_s"] == pytest.approx(2 * base["workers"][0]["compute_s"])
+    assert any("batch 64 ≠ profiled 32" in n for n in data["notes"])
+    table = invoke("predict", "--workload", str(path), "--batch-size", "64").stdout
+    assert "batch 64/worker" in table and "rescaled from the workload's own V100 batch 32" in table
+
+
+def test_header_describes_a_mixed_cluster_group_by_group(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("workers:\n  - {count: 6, device: V100}\n"
+                   "  - {name: old, count: 2, device: K80, batch_size: 16}\nps: 2\n")
+    out = invoke("predict", "--config", str(cfg)).stdout
+    assert "6 × V100 (batch 32) + 2 × K80 (batch 16)" in out
+
+
+def test_a_tiny_speedup_is_shown_with_its_digits_and_explained(tmp_path):
+    path = tmp_path / "mlp.json"
+    path.write_text(json.dumps({**TOY, "device": "cpu", "layers": [
+        {**TOY["layers"][0], "flops": 2e8, "memory_bytes": 5e6}]}))
+    out = invoke("predict", "--workload", str(path), "--device", "A100").stdout
+    assert "0.00×" not in out
+    assert "8 × A100" in out and "on cpu" not in out
+    assert "slower than w0 alone" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--bandwidth", "10"], "--bandwidth 10 = 10bps, implausible for a NIC line rate"),
+    (["--latency", "50"], "did you mean 50us?"),
+    (["--arch", "allreduce", "--bucket-size", "25"], "did you mean 25MB?"),
+])
+def test_implausible_values_warn_once_on_stderr(args, needle):
+    result = invoke("predict", *args)
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and needle in lines[0]
+
+
+def test_plausible_values_do_not_warn():
+    result = invoke("predict", "--bandwidth", "1Gbps", "--latency", "5us")
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--staleness", "2"], "--staleness applies to --sync ssp only: ignored"),
+    (["--arch", "allreduce", "--sharding", "greedy"], "--sharding does not apply to all-reduce"),
+    (["--arch", "allreduce", "--placement", "colocated"], "--placement does not apply"),
+    (["--arch", "allreduce", "--local-aggregation"], "--local-aggregation applies to --arch ps"),
+    (["--allreduce", "hierarchical"], "--allreduce applies to --arch allreduce only"),
+    (["--bucket-size", "10MB"], "--bucket-size applies to --arch allreduce only"),
+    (["--iterations", "5"], "--iterations applies to --method simulate only"),
+])
+def test_a_flag_that_does_not_apply_is_a_note_not_an_error(args, needle):
+    result = invoke("predict", "--workers", "4", *args)
+    assert result.exit_code == 0, result.output
+    assert needle in " ".join(result.stdout.split())
+    data = json.loads(invoke("predict", "--workers", "4", *args, "--json").stdout)
+    assert any(needle in note for note in data["notes"])

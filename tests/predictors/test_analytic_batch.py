@@ -239,10 +239,11 @@ def test_not_batchable_scenarios():
 def test_cluster_file_points_take_the_per_point_path(monkeypatch):
     config = {"workers": [{"count": 3}, {"count": 2, "speed": 0.5}], "ps": 2}
     axes = {"bandwidth": ["1Gbps", "10Gbps"], "sync": ["bsp", "asp"]}
-    assert batched_share(axes, {"config": config, "model": "resnet18"}) == 0.0
-    batched = sweep(axes, config=config, model="resnet18")
+    assert batched_share(axes, {"cluster": config, "model": "resnet18"}) == 0.0
+    batched = sweep(axes, cluster=config, model="resnet18")
     monkeypatch.setattr("ddlperf.sweep.BATCH", False)
-    assert sweep(axes, config=config, model="resnet18") == batched
+    assert sweep(axes, cluster=config, model="resnet18") == batched
+    assert sweep(axes, config=config, model="resnet18") == batched  # the older keyword
 
 
 @pytest.mark.parametrize("workers", [None, DEFAULTS["workers"]])

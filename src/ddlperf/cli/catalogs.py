@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.console import Console
 
 from ddlperf.cli.app import app
-from ddlperf.cli.common import console, handle_input_errors, print_json
+from ddlperf.cli.common import handle_input_errors, make_console, print_json
+from ddlperf.report.fit import Col, dropped_line, fit_table
 from ddlperf.units import format_bandwidth, format_flops, format_size
 
 
@@ -16,6 +17,7 @@ from ddlperf.units import format_bandwidth, format_flops, format_size
 @handle_input_errors
 def models(
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="every column (sources too), however wide the terminal")] = False,
 ) -> None:
     """List the model zoo: parameters, forward FLOPs per sample, reference input."""
     from ddlperf.workload import zoo
@@ -24,16 +26,26 @@ def models(
     if json_output:
         print_json(rows)
         return
-    table = Table(title="model zoo (FLOPs: 2 per multiply-add, forward, per sample)",
-                  header_style="bold", title_justify="left")
-    for col in ("model", "parameters", "size (fp32)", "forward FLOPs", "layers", "input",
-                "source"):
-        table.add_column(col, justify="right" if col in ("parameters", "layers") else "left")
-    for info in rows:
-        table.add_row(info["name"], f"{info['parameters']:,}", format_size(4 * info["parameters"]),
-                      format_flops(info["gflops_per_sample"] * 1e9), str(info["layers"]),
-                      _input_text(info["input"]), info["source"])
+    console = make_console(wide)
+    columns = [Col("model", "left"), Col("parameters"), Col("size (fp32)", drop=2),
+               Col("forward FLOPs"), Col("layers", drop=1), Col("input", "left", drop=3)]
+    cells = [[info["name"], f"{info['parameters']:,}", format_size(4 * info["parameters"]),
+              format_flops(info["gflops_per_sample"] * 1e9), str(info["layers"]),
+              _input_text(info["input"])] for info in rows]
+    if wide:
+        columns.append(Col("source", "left", wrap=True))
+        cells = [[*row, info["source"]] for row, info in zip(cells, rows)]
+    table, dropped = fit_table(columns, cells, console.width,
+                               "model zoo (FLOPs: 2 per multiply-add, forward, per sample)")
     console.print(table)
+    _sources_note(console, dropped, wide)
+
+
+def _sources_note(console: Console, dropped: list[str], wide: bool) -> None:
+    """Sources are long: they are shown with --wide (and are in --json), never cut."""
+    hidden = dropped_line([*dropped, *([] if wide else ["source"])], "--wide or --json")
+    if hidden:
+        console.print(f"note: {hidden}", style="dim")
 
 
 def _input_text(spec: dict[str, object]) -> str:
@@ -46,6 +58,7 @@ def _input_text(spec: dict[str, object]) -> str:
 @handle_input_errors
 def devices(
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="every column (sources too), however wide the terminal")] = False,
 ) -> None:
     """List the device catalog: peak FLOP/s per dtype, memory bandwidth, efficiency, source."""
     from ddlperf.hardware import NIC_PRESETS, catalog
@@ -55,16 +68,21 @@ def devices(
         print_json({"devices": {n: d.model_dump() for n, d in devs.items()},
                     "nic_presets_bps": NIC_PRESETS})
         return
-    table = Table(title="device catalog (peak FLOP/s; dense, no sparsity)", header_style="bold",
-                  title_justify="left")
-    for col in ("device", "fp32", "tf32", "fp16", "bf16", "memory", "efficiency", "source"):
-        table.add_column(col)
+    console = make_console(wide)
+    columns = [Col("device", "left"), Col("fp32"), Col("tf32", drop=2), Col("fp16"),
+               Col("bf16", drop=3), Col("memory"), Col("efficiency", drop=1)]
+    if wide:
+        columns.append(Col("source", "left", wrap=True))
+    cells = []
     for name, d in devs.items():
         peaks = [format_flops(d.peak_flops[k]) + "/s" if k in d.peak_flops else "-"
                  for k in ("fp32", "tf32", "fp16", "bf16")]
-        table.add_row(name, *peaks, format_size(d.memory_bandwidth) + "/s", f"{d.efficiency:g}",
-                      d.source)
+        cells.append([name, *peaks, format_size(d.memory_bandwidth) + "/s", f"{d.efficiency:g}",
+                      *([d.source] if wide else [])])
+    table, dropped = fit_table(columns, cells, console.width,
+                               "device catalog (peak FLOP/s; dense, no sparsity)")
     console.print(table)
+    _sources_note(console, dropped, wide)
     nics = ", ".join(f"{n} ({format_bandwidth(r)})" for n, r in NIC_PRESETS.items())
     console.print(f"NIC presets accepted as --bandwidth: {nics}")
 
@@ -73,6 +91,7 @@ def devices(
 @handle_input_errors
 def fabrics(
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="every column (sources too), however wide the terminal")] = False,
 ) -> None:
     """List the intra-node fabric catalog: rate per GPU and direction, and its source."""
     from ddlperf.fabrics import fabric_catalog, fabric_notes
@@ -82,13 +101,15 @@ def fabrics(
         print_json({"fabrics": {n: f.model_dump() for n, f in catalog.items()},
                     "notes": fabric_notes()})
         return
-    table = Table(title="intra-node fabrics (per GPU, each direction)", header_style="bold",
-                  title_justify="left")
-    for col in ("fabric", "rate", "description"):
-        table.add_column(col, justify="right" if col == "rate" else "left")
-    for name, f in catalog.items():
-        table.add_row(name, format_size(f.rate_bps / 8) + "/s", f.description)
+    console = make_console(wide)
+    columns = [Col("fabric", "left"), Col("rate"), Col("description", "left", wrap=True)]
+    cells = [[name, format_size(f.rate_bps / 8) + "/s", f.description]
+             for name, f in catalog.items()]
+    if wide:
+        columns.append(Col("source", "left", wrap=True))
+        cells = [[*row, f.source] for row, f in zip(cells, catalog.values())]
+    table, dropped = fit_table(columns, cells, console.width,
+                               "intra-node fabrics (per GPU, each direction)")
     console.print(table)
-    for name, f in catalog.items():
-        console.print(f"{name}: {f.source}", style="dim")
+    _sources_note(console, dropped, wide)
     console.print(fabric_notes(), style="dim")

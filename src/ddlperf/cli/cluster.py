@@ -17,6 +17,7 @@ from ddlperf.cli.common import console, handle_input_errors, print_json
 from ddlperf.errors import InputError
 from ddlperf.measure import emulated
 from ddlperf.measure.emulated import EmulatedCluster, HostSpec
+from ddlperf.report.fit import Col, fit_table
 from ddlperf.units import format_bandwidth, parse_bandwidth, parse_duration
 
 cluster_app = typer.Typer(
@@ -100,7 +101,7 @@ def up(
         print_json(cluster.to_state())
         return
     console.print(f"cluster [bold]{cluster.run_id}[/bold] is up (state: {cluster.state_path})")
-    console.print(_host_table(cluster))
+    console.print(_host_table(cluster, console.width))
     first = cluster.hosts[0].name
     # Plain echo, not rich: command lines must stay copy-pasteable (no wrapping, no markup).
     typer.echo(f"run a command on {first}:")
@@ -108,12 +109,15 @@ def up(
     typer.echo(f"tear it down:  ddlperf cluster down {cluster.run_id}")
 
 
-def _host_table(cluster: EmulatedCluster) -> Table:
-    table = Table("host", "ip", "namespace", "uplink", "downlink", "cpu quota")
+def _host_table(cluster: EmulatedCluster, width: int = 80) -> Table:
+    columns = [Col("host", "left"), Col("ip", "left"), Col("namespace", "left", drop=1),
+               Col("uplink"), Col("downlink"), Col("cpu quota", drop=2)]
+    cells = []
     for h in cluster.hosts:
         quota = "-" if h.cpu_quota is None else f"{h.cpu_quota:g}"
         rates = format_bandwidth(h.uplink_bps), format_bandwidth(h.downlink_bps)
-        table.add_row(h.name, cluster.ip(h.name), cluster.namespace(h.name), *rates, quota)
+        cells.append([h.name, cluster.ip(h.name), cluster.namespace(h.name), *rates, quota])
+    table, _dropped = fit_table(columns, cells, width)
     return table
 
 
@@ -159,7 +163,7 @@ def status(
         for rid, cluster in states.items():
             if cluster is not None:
                 console.print(f"[bold]{rid}[/bold]")
-                console.print(_host_table(cluster))
+                console.print(_host_table(cluster, console.width))
     if orphans:
         console.print(
             f"orphaned runs (clean with `ddlperf cluster down --all`): {', '.join(orphans)}",

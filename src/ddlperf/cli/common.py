@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from ddlperf.errors import InputError
+from ddlperf.units import ImplausibleValueWarning
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+WIDE = 100_000  # --wide: as wide as the content
+
+
+def make_console(wide: bool = False) -> Console:
+    """A console for one command's output, sized now: the terminal's width, or ``COLUMNS``,
+    or 80 columns in a pipe (tables choose their columns to fit it); ``wide``: no limit."""
+    return Console(highlight=False, width=WIDE if wide else None)
 
 
 def fail(message: str) -> typer.Exit:
@@ -25,13 +37,36 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Print each distinct :class:`ImplausibleValueWarning` once, as ``warning: …`` on stderr
+    (a sweep may meet the same suspicious value at every point)."""
+    seen: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ImplausibleValueWarning)
+        original = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *args: Any,
+                 **kwargs: Any) -> None:
+            if not issubclass(category, ImplausibleValueWarning):
+                original(message, category, *args, **kwargs)
+            elif str(message) not in seen:
+                seen.add(str(message))
+                print(f"warning: {message}", file=sys.stderr, flush=True)
+
+        warnings.showwarning = show
+        yield
+
+
 def handle_input_errors(func: F) -> F:
-    """Turn :class:`InputError` into one line on stderr and exit status 2 (no traceback)."""
+    """Turn :class:`InputError` into one line on stderr and exit status 2 (no traceback);
+    implausible values become one ``warning:`` line each."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            with warnings_as_lines():
+                return func(*args, **kwargs)
         except InputError as exc:
             raise fail(str(exc)) from None
 

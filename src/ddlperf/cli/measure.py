@@ -7,15 +7,17 @@ not match the expected volume), 130 on Ctrl-C. The emulated cluster is always to
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from ddlperf.api import ignored_flags
 from ddlperf.cli.app import app
-from ddlperf.cli.common import console, handle_input_errors, print_json
-from ddlperf.cli.predict import Arch, Placement, ShardingPolicy, Sync
+from ddlperf.cli.common import handle_input_errors, make_console, print_json
+from ddlperf.cli.options import scenario_flags
 from ddlperf.errors import InputError
 from ddlperf.prediction import Prediction
 
@@ -41,23 +43,10 @@ def _progress(message: str) -> None:
 
 @app.command()
 @handle_input_errors
+@scenario_flags("measure")
 def measure(
-    model: Annotated[str | None, typer.Option(help="zoo model (see 'ddlperf models'); default mobilenet_v2")] = None,
-    workload: Annotated[Path | None, typer.Option(help="workload JSON (its layer times are the emulated device time)")] = None,
-    batch_size: Annotated[int | None, typer.Option(help="samples per worker per iteration")] = None,
-    device: Annotated[str | None, typer.Option(help="device whose times are emulated (zoo models); default V100")] = None,
-    workers: Annotated[int | None, typer.Option(help="number of workers; default 2")] = None,
-    ps: Annotated[int | None, typer.Option(help="parameter-server shards; default 1 (ps), 0 (allreduce)")] = None,
-    placement: Annotated[Placement | None, typer.Option(help="PS on own hosts or one on each worker host")] = None,
-    arch: Annotated[Arch, typer.Option(help="parameter server or ring all-reduce (DDP)")] = Arch.ps,
-    sync: Annotated[Sync, typer.Option(help="bulk synchronous, asynchronous or stale synchronous")] = Sync.bsp,
-    staleness: Annotated[int | None, typer.Option(help="SSP bound: iterations a worker may run ahead")] = None,
-    sharding: Annotated[ShardingPolicy, typer.Option(help="how tensors are placed on PS shards")] = ShardingPolicy.round_robin,
-    overlap: Annotated[bool, typer.Option(help="overlap communication with backward/forward")] = True,
-    bucket_size: Annotated[str | None, typer.Option(help="DDP bucket, e.g. 25MB; default 25MiB")] = None,
-    bandwidth: Annotated[str | None, typer.Option(help="line rate of the emulated NICs, e.g. 200Mbps; default 100Mbps (at most ~2Gbps here)")] = None,
-    config: Annotated[Path | None, typer.Option(help="cluster YAML (heterogeneous workers, PS, links)")] = None,
-    compute: Annotated[str, typer.Option(help="emulated (per-layer waits: emulated device time) or real (the zoo model on CPU, ≤ 2 workers)")] = "emulated",
+    scenario: dict[str, Any],
+    compute: Annotated[str, typer.Option(help="emulated (per-layer waits: emulated device time) or real (the zoo model on CPU, ≤ 1 worker per core)")] = "emulated",
     iterations: Annotated[int, typer.Option(help="measured iterations after warm-up")] = 20,
     warmup: Annotated[int, typer.Option(help="warm-up iterations, excluded from the summary")] = 3,
     out: Annotated[Path | None, typer.Option(help="output directory (records.jsonl, measurement.json, logs); default ./ddlperf-measure-DATE-TIME")] = None,
@@ -77,6 +66,8 @@ def measure(
     """Run real distributed PyTorch training (PS or DDP) on an emulated cluster and summarize it.
 
     Needs root: the cluster is network namespaces with HTB-shaped links on this machine.
+    Defaults differ from predict's (mobilenet_v2, 2 workers, 1 PS, 100Mbps: what 2 cores can
+    drive); give --model, --workers, --ps and --bandwidth to measure what you predicted.
     """
     from ddlperf.measure import run as runner
     from ddlperf.measure import torchrun
@@ -86,12 +77,11 @@ def measure(
         _show(torchrun.summarize_torchrun(summarize), json_output)
         return
 
-    scenario = dict(
-        workload=workload, cluster=config, batch_size=batch_size, device=device,
-        workers=workers, ps=ps, placement=placement.value if placement else None,
-        arch=arch.value, sync=sync.value, staleness=staleness, sharding=sharding.value,
-        overlap=overlap, bucket_size=bucket_size, bandwidth=bandwidth,
-    )
+    model = scenario.pop("model", None)
+    notes = ignored_flags(scenario.get("arch", "ps"), scenario.get("sync", "bsp"),
+                          **{k: v for k, v in scenario.items() if k not in ("arch", "sync")})
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if launcher == "torchrun":
         if cpu_quota:
             raise InputError("--cpu-quota", "only applies to --launcher emulated")
@@ -116,10 +106,9 @@ def measure(
                 print(f"error: {exc}", file=sys.stderr)
                 raise typer.Exit(1) from None
             except KeyboardInterrupt:
-                print("error: interrupted; the hosts were stopped and their records copied "
-                      f"back into {run_dir}", file=sys.stderr)
-                raise typer.Exit(130) from None
-            _show(result, json_output)
+                raise _interrupted("the hosts were stopped and their records copied back "
+                                   f"into {run_dir}") from None
+            _show(result, json_output, notes)
             return
         if json_output:
             print_json({"spec": plan["spec"], "compute": plan["compute"],
@@ -152,24 +141,35 @@ def measure(
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        print("error: interrupted; the emulated cluster was torn down", file=sys.stderr)
-        raise typer.Exit(130) from None
-    _show(result, json_output)
+        raise _interrupted("the emulated cluster was torn down") from None
+    _show(result, json_output, notes)
 
 
-def _show(result: Prediction, json_output: bool) -> None:
+def _interrupted(what: str) -> typer.Exit:
+    """Ctrl-C: everything is cleaned up; say so and exit 130. A second Ctrl-C while the
+    process winds down (joining threads, flushing) must not turn that into a signal death."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print(f"error: interrupted; {what}", file=sys.stderr)
+    return typer.Exit(130)
+
+
+def _show(result: Prediction, json_output: bool, notes: list[str] | None = None) -> None:
     """The Measurement as a table (or JSON), its wire check and where it was written."""
+    result.notes.extend(notes or [])
     if json_output:
         print_json(result.to_dict())
         return
     from ddlperf.report.table import render
 
+    console = make_console()
     render(result, console)
     info = result.inputs["measure"]
     wire = info["wire_check"]
     resent = (f" (retransmitted {wire['retransmitted_bytes'] / 1e6:.2f} MB)"
               if info["launcher"] == "emulated" else "")
-    typer.echo(f"compute: {info['compute']}; wire check: {wire['message']}{resent}")
+    console.print(f"wire check: {wire['message']}{resent}")
     records = info["records"]
     shown = ", ".join(records) if isinstance(records, list) else records
-    typer.echo(f"records: {shown}  summary: {Path(info['out']) / 'measurement.json'}")
+    # paths stay whole (copy-pasteable): plain lines, not wrapped
+    typer.echo(f"records: {shown}")
+    typer.echo(f"summary: {Path(info['out']) / 'measurement.json'}")

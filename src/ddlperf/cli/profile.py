@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from ddlperf.cli.app import app
-from ddlperf.cli.common import console, handle_input_errors, print_json
+from ddlperf.cli.common import console, handle_input_errors, make_console, print_json
 from ddlperf.errors import InputError, MissingExtraError
 from ddlperf.io import check_writable
+from ddlperf.report.fit import Col, Row, dropped_line, fit_table
 from ddlperf.units import format_duration, format_size, parse_duration
 from ddlperf.workload import Workload, load_workload
 
@@ -88,6 +87,8 @@ def profile_command(
         model = zoo.info(model)["name"]  # unknown name: one line, before importing torch
     run = _import_profile()
     subject: Any = model if model is not None else _build_module(module or "")
+    if model is not None and shape is None and not analytic and seconds is None:
+        _say_duration(model, batch_size, device or "cpu", warmup, repetitions)
     workload = run(
         subject,
         batch_size=batch_size if (model is not None or batch_size) else DEFAULT_MODULE_BATCH,
@@ -111,6 +112,7 @@ def show(
     top: Annotated[int | None, typer.Option(
         help="only the N layers with the most time (totals still cover all)")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print the workload JSON")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="every column and whole lines, however wide the terminal")] = False,
 ) -> None:
     """A readable per-layer table of a workload file: time share, bytes, FLOPs, totals."""
     if top is not None and top <= 0:
@@ -119,14 +121,31 @@ def show(
     if json_output:
         print_json(workload.to_dict())
         return
-    # files and pipes: rich would fold at 80 columns; long layer names read better unfolded
-    out = console if console.is_terminal else Console(width=max(console.width, 160))
-    out.print(layer_table(workload, top))
-    for line in provenance_lines(workload):
-        out.print(line, highlight=False)
+    out = make_console(wide)
+    table, dropped = layer_table(workload, top, out.width)
+    out.print(table)
+    hidden = dropped_line(dropped, "--wide or --json")
+    for line in [*provenance_lines(workload), *([f"note: {hidden}"] if hidden else [])]:
+        out.print(line)
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _say_duration(model: str, batch_size: int | None, device: str, warmup: int,
+                  repetitions: int) -> None:
+    """Say on stderr what a zoo model's profile is about to time and, on the CPU, about how
+    long it takes (the catalog's CPU core roofline: an estimate, not a measurement)."""
+    steps = f"{warmup + repetitions} steps ({warmup} warm-up + {repetitions} timed)"
+    what = model
+    estimate = ""
+    if device == "cpu":
+        from ddlperf.api import make_workload
+
+        step = make_workload(model, None, batch_size, "cpu").compute_s
+        estimate = (f", about {format_duration(step)} each by the catalog's CPU core: "
+                    f"~{format_duration(step * (warmup + repetitions))} in all")
+    print(f"… timing {what} on {device}: {steps}{estimate}", file=sys.stderr, flush=True)
 
 
 def _parse_shape(text: str | None) -> tuple[int, ...] | None:
@@ -194,42 +213,39 @@ def _summary(workload: Workload, out: Path | None) -> str:
     return text + (f"\nwrote {out}" if out is not None else "")
 
 
-def layer_table(workload: Workload, top: int | None = None) -> Table:
-    """Per-layer rows (forward order) and totals; ``top`` keeps the N most expensive layers."""
+def layer_table(workload: Workload, top: int | None = None,
+                width: int = 80) -> tuple[Table, list[str]]:
+    """Per-layer rows (forward order) and totals; ``top`` keeps the N most expensive layers.
+    Fits ``width``: the least useful columns go first; the headers dropped are returned."""
     total = workload.compute_s
     rows = list(enumerate(workload.layers))
     if top is not None and top < len(rows):
         keep = sorted(rows, key=lambda r: -(r[1].forward_s + r[1].backward_s))[:top]
         rows = sorted(keep, key=lambda r: r[0])
-    table = Table(
-        title=f"{workload.name} — batch {workload.batch_size}, {workload.dtype}, "
-              f"device {workload.device or '?'} ({workload.provenance.get('method', '?')})",
-        header_style="bold", title_justify="left", box=box.SIMPLE_HEAD,
-    )
-    table.add_column("#", justify="right")
-    table.add_column("layer", overflow="fold")
-    for col in ("fwd ms", "bwd ms", "cv %", "share %", "params", "GFLOPs"):
-        table.add_column(col, justify="right", no_wrap=True)
+    columns = [Col("#", drop=2), Col("layer", "left", wrap=True), Col("fwd ms"), Col("bwd ms"),
+               Col("cv %", drop=1), Col("share %"), Col("params"), Col("GFLOPs", drop=3)]
+    cells: list[list[str] | Row] = []
     for i, layer in rows:
         cv = f"{100 * layer.forward_cv:.0f}/{100 * layer.backward_cv:.0f}" \
             if layer.forward_cv or layer.backward_cv else ""
-        table.add_row(
+        cells.append([
             str(i), layer.name, f"{1e3 * layer.forward_s:.3f}", f"{1e3 * layer.backward_s:.3f}",
             cv, _share(layer.forward_s + layer.backward_s, total),
             format_size(layer.parameter_bytes) if layer.tensors else "-",
             f"{layer.flops / 1e9:.3f}" if layer.flops is not None else "-",
-        )
-    table.add_row("", "unattributed (loss, autograd, hooks)", "", "", "",
-                  _share(workload.unattributed_s, total), "", "", end_section=True)
+        ])
+    cells.append(Row(["", "unattributed (loss, autograd, hooks)", "", "", "",
+                      _share(workload.unattributed_s, total), "", ""], end_section=True))
     flops = workload.flops
-    table.add_row(
+    cells.append(Row([
         "", f"total ({len(workload.layers)} layers)",
         f"{1e3 * float(workload.forward_array.sum()):.3f}",
         f"{1e3 * float(workload.backward_array.sum()):.3f}", "", "100.0",
         format_size(workload.parameter_bytes), f"{flops / 1e9:.3f}" if flops is not None else "-",
-        style="bold",
-    )
-    return table
+    ], style="bold"))
+    title = (f"{workload.name} — batch {workload.batch_size}, {workload.dtype}, device "
+             f"{workload.device or '?'} ({workload.provenance.get('method', '?')})")
+    return fit_table(columns, cells, width, title)
 
 
 def _share(seconds: float, total: float) -> str:

@@ -8,134 +8,166 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ddlperf.cli.app import app
-from ddlperf.cli.common import console, handle_input_errors, print_json
+from ddlperf.cli.common import fail, handle_input_errors, make_console, print_json
+from ddlperf.cli.options import scenario_flags
+from ddlperf.cli.predict import check_method
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable, write_atomic
-from ddlperf.units import format_bandwidth, format_duration
+from ddlperf.report.fit import Col, dropped_line, fit_table
+from ddlperf.report.header import speedup_text
+from ddlperf.report.sweep_plot import value_label
+from ddlperf.report.table import percent, samples_per_s
+from ddlperf.units import format_duration
 
-
-def _list(text: str | None, field: str, kind: type = str) -> list[Any] | None:
-    """``1,2,4`` → [1, 2, 4]; ``true,false`` for booleans."""
-    if text is None:
-        return None
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise InputError(field, "has no values", "give a comma-separated list, e.g. 1,2,4")
-    try:
-        if kind is bool:
-            table = {"true": True, "on": True, "yes": True, "false": False, "off": False,
-                     "no": False}
-            return [table[t.lower()] for t in items]
-        return [kind(t) for t in items]
-    except (ValueError, KeyError):
-        raise InputError(field, f"cannot read {text!r}",
-                         f"give a comma-separated list of {kind.__name__} values") from None
-
-
-CHOICES = {
-    "arch": ("ps", "allreduce"), "sync": ("bsp", "asp", "ssp"),
-    "allreduce": ("ring", "hierarchical"),
-    "sharding": ("round_robin", "greedy", "even"), "placement": ("dedicated", "colocated"),
-    "dtype": ("fp32", "tf32", "fp16", "bf16"), "grad_dtype": ("fp32", "tf32", "fp16", "bf16"),
-    "math": ("default", "tf32", "ieee"),
+DEFAULT_AXIS = {"workers": [1, 2, 4, 8, 16, 32]}
+# Column header and drop rank (higher: dropped first at narrow widths) of each result.
+RESULT_COLUMNS = {
+    "iteration_time_s": ("iteration", 0), "throughput_samples_per_s": ("samples/s", 0),
+    "speedup": ("speedup", 2), "scaling_efficiency": ("efficiency", 3),
+    "bottleneck": ("bottleneck", 1),
 }
+SHORT = {"batch_size": "batch", "bucket_size": "bucket", "placement": "place",
+         "gpus_per_node": "GPUs/node", "local_aggregation": "local agg", "rack_size": "rack",
+         "rack_uplink": "rack uplink"}
+NUMERIC_AXES = ("workers", "ps", "batch_size", "staleness", "gpus_per_node", "nics",
+                "rack_size", "goodput")
 
 
 def _cell(key: str, value: Any) -> str:
     if value is None:
         return "-"
-    if key == "bandwidth" and isinstance(value, (int, float)):
-        return format_bandwidth(value)
-    if key in ("latency", "iteration_time_s") and isinstance(value, (int, float)):
+    if key == "iteration_time_s":
         return format_duration(value)
     if key == "throughput_samples_per_s":
-        return f"{value:,.1f}"
+        return samples_per_s(value)
     if key == "scaling_efficiency":
-        return f"{100 * value:.1f}%"
+        return percent(value)
     if key == "speedup":
-        return f"{value:.2f}×"
-    return str(value)
+        return speedup_text(value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return value_label(key, value)
+
+
+def plot_title(axes: dict[str, list[Any]], fixed: dict[str, Any]) -> str:
+    """What every line of the plot shares: the model, device and architecture (swept ones
+    with more than one value are in the legend instead)."""
+    from ddlperf.api import DEFAULTS
+
+    def shared(name: str, default: Any) -> Any:
+        values = axes.get(name)
+        if values is None:
+            return fixed.get(name) or default
+        return values[0] if len(set(map(str, values))) == 1 else None
+
+    workload = fixed.get("workload")
+    parts = [Path(workload).stem if workload else shared("model", DEFAULTS["model"]),
+             shared("device", "as profiled" if workload else DEFAULTS["device"]),
+             {"ps": "PS", "allreduce": "ring all-reduce"}.get(shared("arch", "ps"))]
+    if fixed.get("cluster"):
+        parts.append(f"cluster {Path(fixed['cluster']).name}")
+    return " · ".join(str(p) for p in parts if p)
+
+
+def sweep_table(rows: list[dict[str, Any]], cols: list[str], width: int, title: str,
+                wide: bool) -> tuple[Any, list[str]]:
+    """Axes first (never dropped), then results by importance. A failed row says ``error N``
+    in its first result column; the reasons are listed under the table (:func:`row_errors`)."""
+    shown = [c for c in cols if c != "error"]
+    columns = []
+    for c in shown:
+        if c in RESULT_COLUMNS:
+            header, rank = RESULT_COLUMNS[c]
+            columns.append(Col(header, "left" if c == "bottleneck" else "right",
+                               drop=0 if wide else rank))
+        else:
+            columns.append(Col(SHORT.get(c, c), "right" if c in NUMERIC_AXES else "left"))
+    numbers = {e: i + 1 for i, e in enumerate(dict.fromkeys(r["error"] for r in rows
+                                                             if r.get("error")))}
+    first_result = next(i for i, c in enumerate(shown) if c in RESULT_COLUMNS)
+    cells = []
+    for r in rows:
+        row = [_cell(c, r.get(c)) for c in shown]
+        if r.get("error"):
+            row[first_result] = f"error {numbers[r['error']]}"
+        cells.append(row)
+    return fit_table(columns, cells, width, title)
+
+
+def row_errors(rows: list[dict[str, Any]]) -> list[str]:
+    """``error 1: --bandwidth: cannot read …`` once per distinct reason."""
+    reasons = dict.fromkeys(r["error"] for r in rows if r.get("error"))
+    return [f"error {i}: {reason}" for i, reason in enumerate(reasons, 1)]
+
+
+def sweep_notes(axes: dict[str, list[Any]], fixed: dict[str, Any]) -> list[str]:
+    """Flags that have no effect on some rows (e.g. --sharding on all-reduce rows)."""
+    from ddlperf.api import ignored_flags
+
+    given = {k: v for k, v in {**fixed, **axes}.items() if k not in ("arch", "sync")}
+    arches = axes.get("arch") or [fixed.get("arch", "ps")]
+    syncs = axes.get("sync") or [fixed.get("sync", "bsp")]
+    where: dict[str, set[tuple[str, str]]] = {}
+    for arch in arches:
+        for sync in syncs:
+            for note in ignored_flags(arch, sync, **given):
+                where.setdefault(note, set()).add((arch, sync))
+    notes = []
+    for note, combos in where.items():
+        on_arch = sorted({a for a, _s in combos})
+        on_sync = sorted({s for _a, s in combos})
+        if len(combos) < len(arches) * len(syncs):
+            rows = "/".join(on_arch) if len(on_arch) < len(set(arches)) else "/".join(on_sync)
+            note += f" on {rows} rows"
+        notes.append(note)
+    return notes
 
 
 @app.command()
 @handle_input_errors
+@scenario_flags("sweep")
 def sweep(
-    model: Annotated[str | None, typer.Option(help="zoo models, comma-separated; default resnet50")] = None,
-    workload: Annotated[Path | None, typer.Option(help="workload JSON instead of --model")] = None,
-    batch_size: Annotated[str | None, typer.Option(help="e.g. 16,32,64")] = None,
-    device: Annotated[str | None, typer.Option(help="catalog devices, e.g. V100,A100")] = None,
-    dtype: Annotated[str | None, typer.Option(help="compute dtypes, e.g. fp32,fp16")] = None,
-    math: Annotated[str | None, typer.Option(help="fp32 math modes: default,tf32,ieee")] = None,
-    grad_dtype: Annotated[str | None, typer.Option(help="gradient dtypes, e.g. fp32,fp16")] = None,
-    accumulation: Annotated[str | None, typer.Option(help="micro-batches per sync, e.g. 1,4")] = None,
-    workers: Annotated[str | None, typer.Option(help="e.g. 1,2,4,8,16")] = None,
-    ps: Annotated[str | None, typer.Option(help="PS shards, e.g. 1,2,4")] = None,
-    placement: Annotated[str | None, typer.Option(help="dedicated,colocated")] = None,
-    arch: Annotated[str | None, typer.Option(help="ps,allreduce")] = None,
-    sync: Annotated[str | None, typer.Option(help="bsp,asp,ssp")] = None,
-    staleness: Annotated[str | None, typer.Option(help="SSP bounds, e.g. 1,4")] = None,
-    sharding: Annotated[str | None, typer.Option(help="round_robin,greedy,even")] = None,
-    overlap: Annotated[str | None, typer.Option(help="on,off")] = None,
-    bucket_size: Annotated[str | None, typer.Option(help="e.g. 10MB,25MiB")] = None,
-    bandwidth: Annotated[str | None, typer.Option(help="e.g. 1Gbps,10Gbps,25GbE")] = None,
-    latency: Annotated[str | None, typer.Option(help="e.g. 5us,50us")] = None,
-    goodput: Annotated[float | None, typer.Option(help="payload share of the line rate")] = None,
-    config: Annotated[Path | None, typer.Option(help="cluster YAML for the fixed part")] = None,
-    gpus_per_node: Annotated[str | None, typer.Option(help="GPUs per server, e.g. 1,4,8")] = None,
-    intra: Annotated[str | None, typer.Option(help="fabrics, e.g. PCIe3,NVLink2")] = None,
-    nics: Annotated[str | None, typer.Option(help="NICs per server, e.g. 1,2")] = None,
-    rack_size: Annotated[str | None, typer.Option(help="servers per rack, e.g. 4,8")] = None,
-    rack_uplink: Annotated[str | None, typer.Option(help="rack uplinks, e.g. 40Gbps,100Gbps")] = None,
-    allreduce: Annotated[str | None, typer.Option(help="ring,hierarchical")] = None,
-    local_aggregation: Annotated[str | None, typer.Option(help="on,off (PS on servers)")] = None,
+    scenario: dict[str, Any],
     method: Annotated[str, typer.Option(help="analytic or simulate")] = "analytic",
-    jobs: Annotated[int, typer.Option(help="processes (0 = one per core)")] = 0,
-    x: Annotated[str, typer.Option(help="axis for the plot's x")] = "workers",
-    y: Annotated[str, typer.Option(help="result for the plot's y")] = "throughput_samples_per_s",
+    jobs: Annotated[int, typer.Option(help="processes (0 = one per core, used from 400 points)")] = 0,
+    x: Annotated[str | None, typer.Option(help="--plot: the axis on x [default: the first swept axis]")] = None,
+    y: Annotated[str, typer.Option(help="--plot: throughput, iteration_time, speedup or efficiency")] = "throughput",
     csv_path: Annotated[Path | None, typer.Option("--csv", help="write the rows as CSV")] = None,
-    plot: Annotated[Path | None, typer.Option(help="write a PNG of --y against --x")] = None,
+    plot: Annotated[Path | None, typer.Option(help="write a plot of --y against --x (.png, .pdf or .svg)")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print the rows as JSON")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="every column, however wide the terminal")] = False,
 ) -> None:
-    """Predict every combination of the comma-separated values; one row per scenario."""
+    """Predict every combination of the comma-separated values; one row per scenario.
+
+    Every option shown with ",…" takes a comma-separated list (an inline device spec, which
+    has commas itself, is for predict).
+    """
     from ddlperf.sweep import columns
     from ddlperf.sweep import sweep as run_sweep
 
+    check_method(method)
+    axes = {k: v for k, v in scenario.items() if isinstance(v, list)}
+    fixed = {k: v for k, v in scenario.items() if not isinstance(v, list)}
+    if fixed.get("workload") is not None and "model" in axes:
+        raise InputError("--model", "give either --model or --workload, not both")
     for path, flag in ((csv_path, "--csv"), (plot, "--plot")):
         if path is not None:
             check_writable(path, flag)
-    axes: dict[str, list[Any]] = {}
-    for name, text, kind in (
-        ("model", model, str), ("batch_size", batch_size, int), ("device", device, str),
-        ("dtype", dtype, str), ("math", math, str), ("grad_dtype", grad_dtype, str),
-        ("accumulation", accumulation, int),
-        ("workers", workers, int), ("ps", ps, int), ("placement", placement, str),
-        ("arch", arch, str), ("sync", sync, str), ("staleness", staleness, int),
-        ("sharding", sharding, str), ("overlap", overlap, bool),
-        ("bucket_size", bucket_size, str), ("bandwidth", bandwidth, str),
-        ("latency", latency, str), ("gpus_per_node", gpus_per_node, int),
-        ("intra", intra, str), ("nics", nics, int), ("rack_size", rack_size, int),
-        ("rack_uplink", rack_uplink, str), ("allreduce", allreduce, str),
-        ("local_aggregation", local_aggregation, bool),
-    ):
-        flag = f"--{name.replace('_', '-')}"
-        values = _list(text, flag, kind)
-        for value in values or ():
-            if name in CHOICES and value not in CHOICES[name]:
-                raise InputError(flag, f"unknown value {value!r}",
-                                 f"use {', '.join(CHOICES[name])}")
-        if values is not None:
-            axes[name] = values
-    if not axes:
-        axes["workers"] = [1, 2, 4, 8, 16, 32]
-    fixed: dict[str, Any] = {"workload": workload, "config": config, "goodput": goodput}
-    if workload is not None and "model" in axes:
-        raise InputError("--model", "give either --model or --workload, not both")
+    axes = axes or dict(DEFAULT_AXIS)
+    x = x or next(iter(axes))
+    if plot is not None:
+        from ddlperf.report.sweep_plot import plot_format, result_key
+
+        plot_format(plot)
+        y = result_key(y)
+        if x not in axes:
+            raise InputError("--x", f"{x!r} is not a swept axis",
+                             f"use one of {', '.join(axes)}")
     rows = run_sweep(axes, method=method, jobs=jobs or None, **fixed)
-    if x not in rows[0]:
-        raise InputError("--x", f"{x!r} is not a swept axis", f"use one of {list(axes)}")
+    if all(r.get("error") for r in rows):  # nothing to show: the first reason is the answer
+        raise fail(rows[0]["error"])
     cols = columns(rows)
     if csv_path is not None:
         buffer = io.StringIO()
@@ -146,19 +178,18 @@ def sweep(
     if plot is not None:
         from ddlperf.report.sweep_plot import plot_sweep
 
-        plot_sweep(rows, x, y, plot)
+        plot_sweep(rows, x, y, plot, title=plot_title(axes, fixed))
     if json_output:
         print_json(rows)
         return
-    table = Table(title=f"ddlperf sweep ({len(rows)} scenarios, {method})", header_style="bold",
-                  title_justify="left")
-    shown = [c for c in cols if c != "error" or any(r["error"] for r in rows)]
-    for col in shown:
-        table.add_column(col.replace("_samples_per_s", "").replace("_s", ""),
-                         justify="left" if col in ("bottleneck", "error") else "right")
-    for row in rows:
-        table.add_row(*(_cell(c, row.get(c)) for c in shown))
+    console = make_console(wide)
+    title = f"ddlperf sweep ({len(rows)} scenarios, method {method})"
+    table, dropped = sweep_table(rows, cols, console.width, title, wide)
     console.print(table)
+    hidden = dropped_line(dropped, "--wide, --csv or --json")
+    for line in [*row_errors(rows), *(f"note: {n}" for n in sweep_notes(axes, fixed)),
+                 *([f"note: {hidden}"] if hidden else [])]:
+        console.print(line, style=None if line.startswith("error") else "dim")
     for path, what in ((csv_path, "CSV"), (plot, "plot")):
         if path is not None:
             console.print(f"{what} written to {path}")

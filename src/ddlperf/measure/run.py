@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ddlperf.api import make_cluster, make_strategy, make_workload
+from ddlperf.api import make_cluster, make_strategy, make_workload, worker_defaults
 from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
 from ddlperf.io import prepare_output_dir, write_atomic
@@ -43,7 +43,7 @@ from ddlperf.measure.trainer_common import EMULATED_LABEL, hosts_of, rank_table
 from ddlperf.prediction import Prediction
 from ddlperf.scenario import Scenario, resolve
 from ddlperf.strategy import Strategy
-from ddlperf.units import format_bandwidth, format_size
+from ddlperf.units import format_bandwidth, format_duration, format_size
 from ddlperf.workload import Workload
 
 DEFAULT_MODEL = "mobilenet_v2"
@@ -83,14 +83,26 @@ def resolve_scenario(
         workers = 2 if workers is None else workers
         ps = (1 if strategy.arch == "ps" else 0) if ps is None else ps
         bandwidth = DEFAULT_BANDWIDTH if bandwidth is None else bandwidth
-    worker_device = device if (workload is not None and device is not None) else None
     the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, None, placement,
-                               strategy.arch, worker_device)
+                               strategy.arch, **worker_defaults(workload, batch_size, device))
     if the_cluster.nodes or the_cluster.racks is not None:
         raise InputError("--config", "the emulated cluster runs one-GPU hosts (workers:) so "
                          "far; servers (nodes:) and racks are not emulated yet",
                          "describe the cluster with workers: and no racks:")
     return resolve(the_workload, the_cluster, strategy)
+
+
+def step_estimate(sc: Scenario, real_model: str | None = None) -> float:
+    """About how long one iteration of the run takes, for progress messages (not a result):
+    the analytic prediction, with real compute at least the zoo model's step on the device
+    catalog's CPU core."""
+    from ddlperf.predictors.analytic import predict_analytic
+
+    step = predict_analytic(sc).iteration_time_s
+    if real_model is not None:
+        cpu = make_workload(real_model, None, sc.groups[0].batch_size, "cpu")
+        step = max(step, cpu.compute_s)
+    return step
 
 
 def check_options(compute: str, iterations: int, warmup: int, timeout: float,
@@ -259,13 +271,20 @@ def measure(
                 append_record(records, {"type": "probe", "name": "launcher", "time": time.time(),
                                         "links": probed})
             single = None
+            step = step_estimate(sc, model_name)
             if compute == "real":
-                say("timing one worker alone (real compute, no communication)")
+                count = max(3, min(iterations, 10)) + max(1, min(warmup, 3))
+                say(f"timing one worker alone: {count} steps of {model_name} batch "
+                    f"{sc.groups[0].batch_size} on this CPU (real compute, no communication), "
+                    f"about {format_duration(step)} each by the catalog's CPU core: "
+                    f"~{format_duration(count * step)}")
                 t0 = time.monotonic()
                 single = _single_real(net, spec, spec_path, hosts, iterations, warmup, timeout)
                 durations["single_worker_s"] = time.monotonic() - t0
             say(f"starting {len(table)} ranks on {len(hosts)} emulated hosts "
-                f"(run {net.run_id}, records: {records})")
+                f"(run {net.run_id}, records: {records}); {iterations + warmup} iterations of "
+                f"about {format_duration(step)} each (estimate): "
+                f"~{format_duration((iterations + warmup) * step)} after start-up")
             ports_before = net.port_bytes()
             try:
                 result = run_emulated(net, spec, spec_path, run_dir, timeout, say)

@@ -192,6 +192,15 @@ class Workload(BaseModel):
         return validate(cls, data, prefix=field)
 
 
+CLUSTER_KEYS = ("workers", "ps", "bandwidth", "latency", "goodput")
+
+
 def load_workload(path: str | Path, field: str = "--workload") -> Workload:
     """Read a workload JSON file, or raise one line that says what is wrong."""
-    return Workload.from_dict(read_structured(path, field), field=Path(path).name)
+    data = read_structured(path, field)
+    if isinstance(data, dict) and "layers" not in data:
+        found = [k for k in (*CLUSTER_KEYS, "cluster") if k in data]
+        if found:
+            raise InputError(field, f"{Path(path).name} is a cluster file (it has "
+                             f"'{found[0]}'), not a workload", "give it with --config")
+    return Workload.from_dict(data, field=Path(path).name)

@@ -115,9 +115,10 @@ def test_bad_options_name_the_flag(option, value, flag):
     assert err.value.field == flag
 
 
-def test_simulate_options_need_simulate():
-    with pytest.raises(InputError):
-        predict(workload=TOY, workers=2, ps=1, iterations=5)
+def test_simulate_options_without_simulate_are_a_note():
+    p = predict(workload=TOY, workers=2, ps=1, iterations=5)
+    assert p.method == "analytic"
+    assert any("--iterations applies to --method simulate only" in n for n in p.notes)
 
 
 def _cli(*args: str):
