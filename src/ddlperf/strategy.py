@@ -1,4 +1,14 @@
-"""How workers synchronize: PS or ring all-reduce; BSP, ASP or SSP(s); sharding; overlap."""
+"""How workers synchronize: PS or ring all-reduce; BSP, ASP or SSP(s); sharding; overlap.
+
+SSP(s), the one definition the PS trainer, the simulator and the analytic model implement
+(Ho et al., NIPS 2013, applied per tensor at the shard that holds it): a worker at clock c —
+its iteration c, which reads parameter version c — may read tensor j only once every worker's
+gradients of j from iterations ≤ c − s − 1 are applied at the shard, and its own gradient of j
+from iteration c − 1 is. The shard then sends it the tensor with every update applied so far.
+BSP is s = 0 (the N gradients averaged into one update); ASP is s = ∞ (own gradient only). In
+steady state every worker runs at the slowest one's rate, the faster ones s iterations ahead
+and held by the bound.
+"""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import pytest
 from ddlperf.errors import InputError
 from ddlperf.measure import emulated, netns, shaping
 from ddlperf.measure.emulated import EmulatedCluster, HostSpec
-from ddlperf.measure.probe import GOODPUT_FACTOR, expected_goodput, probe_flows
+from ddlperf.measure.probe import GOODPUT_FACTOR, expected_goodput, probe_all, probe_flows
 from tests.conftest import leftovers, netns_skip_reason
 
 MBPS = 1e6
@@ -142,6 +142,19 @@ def test_downlink_is_shared_per_sender_host_not_per_flow(cluster3):
     from_a = flows[0].goodput_bps + flows[1].goodput_bps
     from_b = flows[2].goodput_bps
     assert min(from_a, from_b) / max(from_a, from_b) > 0.8, (from_a, from_b)
+
+
+@root
+@pytest.mark.root
+def test_every_link_is_probed_as_its_own_even_when_faster_than_each_peer(cluster3):
+    # c's 200 Mbit uplink is faster than any peer's downlink (150, 100): one flow would
+    # measure b's downlink, so it is probed with flows to b and a at once.
+    probe = probe_all(cluster3, seconds=0.6)
+    c = probe["c"]
+    assert c["uplink_peers"] == ["b", "a"] and c["uplink_own"] is True
+    assert c["uplink_bps"] == pytest.approx(GOODPUT_FACTOR * 200 * MBPS, rel=0.10), c
+    assert probe["a"]["uplink_peers"] == ["b"] and probe["a"]["uplink_own"] is True
+    assert probe["a"]["downlink_bps"] == pytest.approx(GOODPUT_FACTOR * 100 * MBPS, rel=0.10)
 
 
 @root

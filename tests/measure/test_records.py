@@ -90,6 +90,36 @@ def test_steady_state_says_so_when_a_worker_has_nothing_after_warmup() -> None:
     assert "w1" not in steady and "w1" in notes[0]
 
 
+def _ssp_run(held_from: int, iterations: int) -> tuple[dict, dict]:
+    """w1 (period 1 s) and w0, twice as fast until the bound holds it from ``held_from`` on."""
+    its: dict[str, list] = {"w0": [], "w1": []}
+    waits: dict[tuple[str, int], float] = {}
+    start = 0.0
+    for t in range(iterations):
+        period = 0.5 if t < held_from else 1.0
+        its["w0"].append(_iteration("w0", t, start, period))
+        if t >= held_from:
+            waits[("w0", t)] = 0.5  # held before its next version: inside this iteration
+        start += period
+    its["w1"] = [_iteration("w1", t, float(t), 1.0) for t in range(iterations)]
+    return its, waits
+
+
+def test_ssp_steady_state_starts_once_every_faster_worker_was_held() -> None:
+    its, waits = _ssp_run(held_from=4, iterations=14)
+    steady, notes = rec.ssp_steady(its, waits)
+    assert notes == []
+    assert all(float(r["duration_s"]) == 1.0 for r in steady["w0"])
+    assert len(steady["w0"]) >= 8
+
+
+def test_ssp_run_too_short_for_the_steady_state_is_said() -> None:
+    its, _waits = _ssp_run(held_from=30, iterations=14)  # never held: still catching up
+    steady, notes = rec.ssp_steady(its, {})
+    assert steady == its
+    assert "too short" in notes[0] and "50%" in notes[0]
+
+
 def _context(arch: str = "ps") -> dict:
     return {
         "workers": [{"name": "w0", "group": "w", "batch_size": 32, "device_label": "V100 (x)"},

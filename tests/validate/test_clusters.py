@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ddlperf.cluster import Cluster
 from ddlperf.validate import probed_cluster, with_worker_overrides
 
@@ -15,16 +17,29 @@ def test_worker_overrides_split_only_the_groups_they_touch() -> None:
     assert out.ps.count == 1 and out.bandwidth == 100e6
 
 
+def own(up: float, down: float, up_own: bool = True, down_own: bool = True) -> dict:
+    return {"uplink_bps": up, "downlink_bps": down, "uplink_own": up_own,
+            "downlink_own": down_own}
+
+
 def test_probed_cluster_uses_every_probe_with_goodput_one() -> None:
     cluster = Cluster.from_dict({"bandwidth": 200e6, "workers": 2, "ps": 2})
-    probe = {
-        "w0": {"uplink_bps": 190e6, "downlink_bps": 191e6},
-        "w1": {"uplink_bps": 189e6, "downlink_bps": 192e6},
-        "ps0": {"uplink_bps": 191e6, "downlink_bps": 190e6},
-        "ps1": {"uplink_bps": 188e6, "downlink_bps": 193e6},
-    }
+    probe = {"w0": own(190e6, 191e6), "w1": own(189e6, 192e6), "ps0": own(191e6, 190e6),
+             "ps1": own(188e6, 193e6)}
     out = probed_cluster(cluster, probe)
     assert out.goodput == 1.0
     assert [(out.worker_up(g), out.worker_down(g)) for g in out.workers] == [
         (190e6, 191e6), (189e6, 192e6)]
     assert out.ps_up() == 188e6 and out.ps_down() == 190e6 and out.ps.count == 2
+
+
+def test_a_probe_limited_by_its_peers_is_not_taken_as_the_links_rate() -> None:
+    # A 1 Gbit PS among 100 Mbit workers: its probe reached only what the peers could take.
+    cluster = Cluster.from_dict({"bandwidth": 100e6, "workers": 2,
+                                 "ps": {"count": 1, "bandwidth": 1e9}})
+    probe = {"w0": own(95e6, 95e6), "w1": own(95e6, 95e6),
+             "ps0": own(190e6, 190e6, up_own=False, down_own=False)}
+    out = probed_cluster(cluster, probe)
+    assert out.ps_up() == pytest.approx(1e9 * cluster.goodput)
+    assert out.ps_down() == pytest.approx(1e9 * cluster.goodput)
+    assert out.worker_up(out.workers[0]) == 95e6

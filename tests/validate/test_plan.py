@@ -42,6 +42,19 @@ def test_a_scenario_with_its_own_cluster_does_not_inherit_worker_counts(tmp_path
     assert plans[0].cluster.worker_count == 2  # the scenario's own count wins
 
 
+def test_a_scenario_cluster_keeps_its_own_bandwidth_over_the_defaults(tmp_path: Path) -> None:
+    text = MINIMAL + """
+  - name: c
+    cluster:
+      bandwidth: 100Mbps
+      workers: [{count: 2}]
+      ps: {count: 1, bandwidth: 400Mbps}
+"""
+    _m, plans = plan_matrix(write(tmp_path, text))
+    c = plans[-1].cluster
+    assert c.bandwidth == 100e6 and c.ps_up() == 400e6
+
+
 def test_only_selects_and_unknown_names_are_refused(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL)
     _m, plans = plan_matrix(path, ["b"])

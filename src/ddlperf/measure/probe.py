@@ -3,7 +3,9 @@
 No iperf: the scripts below run as ``python -c`` inside the host namespaces, so nothing has to
 be installed there. All flows of one probe start at the same wall-clock instant and every
 receiver counts the bytes that arrive inside the same window, which skips the ramp-up and makes
-concurrent flows directly comparable (fairness).
+concurrent flows directly comparable (fairness). The instant is set once every sender has
+started and connected, so the start-up of the Python processes (slow on a busy machine) does not
+eat into the window.
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ print(json.dumps({"bytes": total, "window_bytes": window, "window_s": hi - lo,
 
 _SENDER = r"""
 import json, socket, sys, time
-ip, port, start, seconds, timeout = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:6])
+ip, port, seconds, timeout = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:5])
 sock = socket.create_connection((ip, port), timeout=timeout)
 chunk = bytes(1 << 17)
+print("ready", flush=True)
+start = float(sys.stdin.readline())
 late = time.time() - start
 while time.time() < start:
     time.sleep(min(0.01, max(0.0, start - time.time())))
@@ -117,25 +121,20 @@ def probe_flows(
             ]
             receivers.append(_spawn(cluster, dst, argv, procs, stdin=subprocess.PIPE))
         ports = [int(_read_line(p, timeout, "receiver")) for p in receivers]
-        # One common start instant, far enough ahead for the senders to start and connect.
-        start = time.time() + 0.3 + 0.05 * len(flows)
-        for proc in receivers:
+        senders = []
+        for (src, dst), port in zip(flows, ports, strict=True):
+            argv = [sys.executable, "-c", _SENDER, cluster.ip(dst), str(port), str(seconds),
+                    str(timeout)]
+            senders.append(_spawn(cluster, src, argv, procs, stdin=subprocess.PIPE))
+        for proc in senders:  # each is connected and ready: Python's start-up is behind us
+            if _read_line(proc, timeout, "sender") != "ready":
+                raise RuntimeError("probe sender failed: it did not say ready")
+        # One common start instant, shortly ahead of now.
+        start = time.time() + 0.05 + 0.01 * len(flows)
+        for proc in receivers + senders:
             assert proc.stdin is not None
             proc.stdin.write(f"{start!r}\n")
             proc.stdin.close()
-        senders = []
-        for (src, dst), port in zip(flows, ports, strict=True):
-            argv = [
-                sys.executable,
-                "-c",
-                _SENDER,
-                cluster.ip(dst),
-                str(port),
-                repr(start),
-                str(seconds),
-                str(timeout),
-            ]
-            senders.append(_spawn(cluster, src, argv, procs))
         sent = [json.loads(_read_line(p, timeout, "sender")) for p in senders]
         received = [json.loads(_read_line(p, timeout, "receiver")) for p in receivers]
     finally:
@@ -174,27 +173,59 @@ def expected_goodput(cluster: EmulatedCluster, src: str, dst: str) -> float:
 
 
 def probe_all(cluster: EmulatedCluster, seconds: float = 1.0) -> dict[str, dict[str, Any]]:
-    """Probe every host's uplink and downlink, one flow at a time, against the best peer.
+    """Probe every host's uplink and downlink as *its own* rate, one link at a time.
 
-    The peer for an uplink is the other host with the fastest downlink (and vice versa), so
-    the probed link is the bottleneck whenever the cluster allows it.
+    A path's rate is the narrower of its two ends, so a link faster than every peer's (a PS
+    NIC at 1 Gbit among 100 Mbit workers) cannot be measured by one flow: it is probed with
+    concurrent flows to (or from) as many peers, fastest first, as it takes for their
+    rates to add up to its own (:func:`probe_peers`). Per direction the result holds the
+    summed goodput (``uplink_bps``), the peers, what they should reach together
+    (``uplink_expected_bps``) and ``uplink_own``: whether that is this link's own rate
+    (false only when all peers together are slower; then the figure is theirs, not the
+    link's, and a measurement uses the configured rate instead).
     """
     if len(cluster.hosts) < 2:
         raise InputError("hosts", "probing needs at least two hosts")
     result: dict[str, dict[str, Any]] = {}
     for host in cluster.hosts:
         others = [h for h in cluster.hosts if h.name != host.name]
-        up_peer = max(others, key=lambda h: h.downlink_bps).name
-        down_peer = max(others, key=lambda h: h.uplink_bps).name
-        result[host.name] = {
-            "uplink_bps": probe_bandwidth(cluster, host.name, up_peer, seconds),
-            "uplink_peer": up_peer,
-            "uplink_expected_bps": expected_goodput(cluster, host.name, up_peer),
-            "downlink_bps": probe_bandwidth(cluster, down_peer, host.name, seconds),
-            "downlink_peer": down_peer,
-            "downlink_expected_bps": expected_goodput(cluster, down_peer, host.name),
-        }
+        entry: dict[str, Any] = {}
+        for direction, own, peer_rate in (
+                ("uplink", host.uplink_bps, lambda h: h.downlink_bps),
+                ("downlink", host.downlink_bps, lambda h: h.uplink_bps)):
+            peers = probe_peers(own, others, peer_rate)
+            flows = [(host.name, peer.name) if direction == "uplink" else (peer.name, host.name)
+                     for peer in peers]
+            results = probe_flows(cluster, flows, seconds)
+            reach = sum(peer_rate(peer) for peer in peers)
+            entry.update({
+                f"{direction}_bps": sum(flow.goodput_bps for flow in results),
+                f"{direction}_peers": [peer.name for peer in peers],
+                f"{direction}_expected_bps": GOODPUT_FACTOR * min(own, reach),
+                f"{direction}_own": reach >= own,
+            })
+        result[host.name] = entry
     return result
+
+
+def probe_peers(own_bps: float, others: list[Any], rate_of: Any) -> list[Any]:
+    """The fewest peers, fastest first, whose rates together reach ``own_bps`` (all of them
+    when even that is not enough)."""
+    chosen, reach = [], 0.0
+    for peer in sorted(others, key=rate_of, reverse=True):
+        chosen.append(peer)
+        reach += rate_of(peer)
+        if reach >= own_bps:
+            break
+    return chosen
+
+
+def own_rate_bps(probe: dict[str, Any] | None, direction: str) -> float | None:
+    """The probed goodput of a link when the probe measured the link itself, else None
+    (then, and for probes recorded before the ``*_own`` flag, use the configured rate)."""
+    if not probe or not probe.get(f"{direction}_own") or not probe.get(f"{direction}_bps"):
+        return None
+    return float(probe[f"{direction}_bps"])
 
 
 def _index(cluster: EmulatedCluster, name: str) -> int:

@@ -25,7 +25,8 @@ sender thread sends it each tensor's new version as soon as the synchronization 
   applied (the N gradients are averaged, one SGD step) — pulls overlap the pushes of later
   tensors, as in MXNet/BytePS-style per-key push/pull;
 - ASP: once this worker's own gradient j was applied (each gradient is its own SGD step);
-- SSP(s): own gradient applied and every worker's gradient j of iteration v − 1 − s applied.
+- SSP(s): own gradient applied and every worker's gradient j of iteration v − 1 − s applied
+  (the read rule of :mod:`ddlperf.strategy`; the simulator and the analytic model use it too).
 With ``overlap=False`` a version goes out only when all of the shard's tensors are ready.
 Updates are SGD with momentum per tensor part, on the CPU.
 """

@@ -16,8 +16,11 @@ and a truncated last line is skipped. Record types:
 
 Steady state: iterations ≥ ``warmup`` that lie inside the window where every worker was running
 (from the latest first steady start to the earliest last end), so ASP workers that finish early
-do not leave the others' last iterations running alone. Per worker the iteration time is the
-median of those iterations; percentiles are over all of them.
+do not leave the others' last iterations running alone. Under SSP the window starts only once
+every worker that the staleness bound ever held was held the first time (before that a faster
+worker is still catching up: its period is shorter than in steady state, where every worker
+runs at the slowest's rate); a note says when the run is too short for that. Per worker the
+iteration time is the median of those iterations; percentiles are over all of them.
 """
 
 from __future__ import annotations
@@ -129,6 +132,41 @@ def steady_state(
     return steady, notes
 
 
+SSP_HELD_SHARE = 0.02  # a gate wait above this share of the typical period counts as held
+SSP_PERIODS_AGREE = 0.03  # measured SSP periods this close count as one rate (noise ~1–3%)
+SSP_MIN_ITERATIONS = 3  # fewer steady iterations per worker than this: the run is too short
+
+
+def ssp_steady(steady: dict[str, list[dict[str, Any]]], waits: dict[tuple[str, int], float]
+               ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """SSP: drop the catch-up of the faster workers (see the module docstring) and say when the
+    run is too short for the steady state, where every worker runs at the slowest's rate."""
+    typical = statistics.median(float(r["duration_s"]) for its in steady.values() for r in its)
+    first_held = []
+    for name, its in steady.items():
+        held = [r for r in its
+                if waits.get((name, int(r["iteration"])), 0.0) > SSP_HELD_SHARE * typical]
+        if held:
+            first_held.append(float(held[0]["end"]))  # the next iteration starts held
+    notes: list[str] = []
+    trimmed = steady
+    if first_held:
+        begin = max(first_held) - 0.5 * typical
+        trimmed = {name: [r for r in its if float(r["start"]) >= begin]
+                   for name, its in steady.items()}
+        if min(len(its) for its in trimmed.values()) < SSP_MIN_ITERATIONS:
+            notes.append("SSP: too few iterations after every worker reached the staleness "
+                         "bound; the catch-up is included (use more --iterations)")
+            trimmed = steady
+    periods = [_median(float(r["duration_s"]) for r in its) for its in trimmed.values()]
+    gap = 1.0 - min(periods) / max(periods) if max(periods) > 0 else 0.0
+    if gap > SSP_PERIODS_AGREE:
+        notes.append(f"SSP: the workers' periods differ by {100 * gap:.0f}%: the run is too "
+                     "short for the steady state, where every worker runs at the slowest's "
+                     "rate (use more --iterations)")
+    return trimmed, notes
+
+
 def _median(values: Iterable[float]) -> float:
     values = list(values)
     return float(statistics.median(values)) if values else 0.0
@@ -148,8 +186,8 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     """The Measurement: a :class:`Prediction` with ``kind='measurement'``, ``method='measured'``.
 
     ``context`` keys: ``workers`` (spec workers: name, group, device, batch_size), ``arch``,
-    ``warmup``, ``label`` (compute label), ``single_worker`` (dict with
-    ``throughput_samples_per_s``), ``standalone`` (worker name → samples/s alone),
+    ``sync`` (ps: bsp | asp | ssp), ``warmup``, ``label`` (compute label), ``single_worker``
+    (dict with ``throughput_samples_per_s``), ``standalone`` (worker name → samples/s alone),
     ``links`` (link name → {"rate_Bps": payload bytes/s, "bytes": {worker: bytes/iteration}}),
     ``inputs`` and ``notes``.
     """
@@ -160,6 +198,9 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
         raise ValueError("no steady-state iterations recorded")
     spec_workers = {w["name"]: w for w in context["workers"]}
     waits = gate_waits(records) if context["arch"] == "ps" else {}
+    if context.get("sync") == "ssp":
+        steady, ssp_notes = ssp_steady(steady, waits)
+        notes += ssp_notes
     medians = {n: _median(float(r["duration_s"]) for r in its) for n, its in steady.items()}
     computes = {n: _median(float(r["compute_s"]) for r in its) for n, its in steady.items()}
     slowest_compute = max(computes.values())

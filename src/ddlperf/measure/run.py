@@ -401,6 +401,7 @@ def measurement_context(
 ) -> dict[str, Any]:
     """What :func:`~ddlperf.measure.records.summarize` needs besides the records; shared by
     the emulated launcher and the summary of a torchrun run (no probe, no bridge ports)."""
+    from ddlperf.measure.probe import own_rate_bps
     from ddlperf.predictors.analytic import describe_inputs
 
     label = spec["compute_label"]
@@ -430,7 +431,7 @@ def measurement_context(
         spec_host = next(h for h in hosts if h.name == host)
         for direction in ("uplink", "downlink"):
             configured = getattr(spec_host, f"{direction}_bps") * goodput / 8
-            rate = probed.get(host, {}).get(f"{direction}_bps")
+            rate = own_rate_bps(probed.get(host), direction)  # a path probe is not the link's
             links[f"{host} {direction}"] = {
                 "rate_Bps": rate / 8 if rate else configured, "bytes": directions[direction]}
     updates = [r for r in records if r.get("type") == "serve"
@@ -448,8 +449,9 @@ def measurement_context(
         + ("at the PS (gate of BSP/SSP)" if spec["arch"] == "ps"
            else "inferred as slowest compute − own compute")
         + "; communication = the rest",
-        "bottleneck and link utilization inferred from measured times and the "
-        + ("probed goodput" if probed else "configured rates × goodput"),
+        "bottleneck and link utilization inferred from measured times and each link's own "
+        + ("probed goodput (configured rate × goodput where no probe could fill it)"
+           if probed else "configured rate × goodput"),
         f"speedup baseline: {single['source']}",
     ]
     if launcher == "emulated":
@@ -471,6 +473,7 @@ def measurement_context(
         "probe": probed, "wire_check": wire, "durations_s": durations,
         "ps_update_s_per_byte": update_per_byte,
     }
-    return {"workers": spec["workers"], "arch": spec["arch"], "warmup": spec["warmup"],
+    return {"workers": spec["workers"], "arch": spec["arch"], "sync": spec.get("sync"),
+            "warmup": spec["warmup"],
             "label": label, "single_worker": single, "standalone": standalone, "links": links,
             "inputs": inputs, "notes": notes}

@@ -45,27 +45,25 @@ def with_ps_update(cluster: Cluster, seconds_per_byte: float) -> Cluster:
 
 
 def probed_cluster(cluster: Cluster, probe: dict[str, dict[str, Any]]) -> Cluster:
-    """Every link at its probed payload rate (goodput 1.0): per worker, and the slowest
-    direction over the PS shards (one PS group)."""
-    overrides = {}
-    for i in range(cluster.worker_count):
-        link = probe.get(f"w{i}")
-        if link:
-            overrides[i] = {"uplink": float(link["uplink_bps"]),
-                            "downlink": float(link["downlink_bps"])}
-    top: dict[str, Any] = {"goodput": 1.0}
-    shards = [v for k, v in probe.items() if k.startswith("ps")]
+    """Every link at its own probed payload rate (goodput 1.0): per worker, and the slowest
+    direction over the PS shards (one PS group). A link the probe could not measure as its
+    own (:func:`~ddlperf.measure.probe.own_rate_bps`) keeps its configured rate × goodput."""
+    from ddlperf.measure.probe import own_rate_bps
+
+    def rate(host: str, direction: str, configured: float) -> float:
+        return own_rate_bps(probe.get(host), direction) or configured * cluster.goodput
+
+    overrides = {
+        i: {"uplink": rate(f"w{i}", "uplink", cluster.worker_up(g)),
+            "downlink": rate(f"w{i}", "downlink", cluster.worker_down(g))}
+        for i, g in enumerate(_worker_groups(cluster))}
     data_ps = cluster.to_dict().get("ps", {})
+    shards = sorted(k for k in probe if k.startswith("ps"))
     if shards:
         data_ps = {k: v for k, v in data_ps.items() if k != "bandwidth"}
-        data_ps["uplink"] = min(float(s["uplink_bps"]) for s in shards)
-        data_ps["downlink"] = min(float(s["downlink_bps"]) for s in shards)
-    top["ps"] = data_ps
-    # groups without a probe (none, normally) keep their configured rate × old goodput
-    untouched = {i: {"uplink": cluster.worker_up(g) * cluster.goodput,
-                     "downlink": cluster.worker_down(g) * cluster.goodput}
-                 for i, g in enumerate(_worker_groups(cluster)) if i not in overrides}
-    return with_worker_overrides(cluster, {**untouched, **overrides}, **top)
+        data_ps["uplink"] = min(rate(k, "uplink", cluster.ps_up()) for k in shards)
+        data_ps["downlink"] = min(rate(k, "downlink", cluster.ps_down()) for k in shards)
+    return with_worker_overrides(cluster, overrides, goodput=1.0, ps=data_ps)
 
 
 def _worker_groups(cluster: Cluster) -> list[Any]:

@@ -90,7 +90,8 @@ def _jsonable(value: Any) -> Any:
 def merged_params(matrix: MatrixFile, entry: ScenarioEntry) -> dict[str, Any]:
     """Built-in defaults < the file's ``defaults`` < the scenario. A scenario that names its own
     model, workload or synthetic block replaces the defaults' one; one with a ``cluster`` does
-    not inherit ``workers`` / ``ps`` counts from the defaults."""
+    not inherit ``workers`` / ``ps`` counts from the defaults, nor a ``bandwidth`` or
+    ``latency`` its cluster sets (a top-level value would override the cluster's)."""
     base = matrix.defaults.given()
     own = entry.given()
     own.pop("name", None)
@@ -100,6 +101,9 @@ def merged_params(matrix: MatrixFile, entry: ScenarioEntry) -> dict[str, Any]:
     if "cluster" in own:
         base.pop("workers", None)
         base.pop("ps", None)
+        for key in ("bandwidth", "latency"):
+            if key in (own["cluster"] or {}):
+                base.pop(key, None)
     return {**BUILTIN, **base, **own}
 
 

@@ -16,16 +16,15 @@ order) once every update of the iteration is done (BSP) or once its own are (ASP
 starts when all parameters are back. That is the schedule the analytic BSP model describes, which
 is why the two agree there.
 
-SSP(s): a worker may start iteration t only if every worker has finished iteration t − s − 1
-(it is at most s ahead of the slowest). SSP(0) is run as BSP (they are the same protocol).
+SSP(s): the shard's read rule of :mod:`.ssp` (Ho et al. 2013, per tensor): the pull of a
+tensor's version c to a worker waits until every worker's gradients of it up to iteration
+c − s − 1 are applied. SSP(0) is run as BSP (they are the same protocol).
 
 A colocated shard shares its host's NIC and compute stream; its host's own gradients and
 parameters do not cross the network.
 """
 
 from __future__ import annotations
-
-from collections import Counter
 
 import numpy as np
 
@@ -36,11 +35,14 @@ from ddlperf.predictors.simulate.engine import Engine
 from ddlperf.predictors.simulate.fabric import ServerLinks, server_link_shares
 from ddlperf.predictors.simulate.network import Link, Network, Nic
 from ddlperf.predictors.simulate.record import Recorder
+from ddlperf.predictors.simulate.ssp import StalenessGate
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import Unit
 from ddlperf.predictors.simulate.worker import Worker, unit_operations
 from ddlperf.predictors.timeline import forward_order
 from ddlperf.scenario import Scenario
+
+ALL_TENSORS = "all"  # the SSP gate's key with overlap off: the whole model at once
 
 
 class PSWorker(Worker):
@@ -53,9 +55,6 @@ class PSWorker(Worker):
         self.missing = [0] * model.n_layers  # parts still to arrive, per layer (next iteration)
         self.missing_total = 0
         self.own_left = 0  # ASP/SSP, overlap off: own updates not yet applied this iteration
-
-    def can_start(self, t: int) -> bool:
-        return self.model.may_start(self, t)
 
     def layer_ready(self, layer: int) -> bool:
         if self.model.overlap:
@@ -78,7 +77,6 @@ class PSWorker(Worker):
             self.own_left = model.total_parts
             for j in range(model.n_tensors):
                 model.push(self, j, t)
-        model.clock(self)
 
 
 class PSModel:
@@ -170,10 +168,9 @@ class PSModel:
         n = self.n_workers
         self.pending = [[n] * n_tensors for _ in sc.shards]  # BSP: gradients still expected
         self.updates_left = self.total_parts  # BSP, overlap off: updates left this iteration
-        self.clocks = [0] * len(units)  # SSP: iterations finished per unit
-        self._clock_count = Counter(self.clocks)
-        self.min_clock = 0
-        self._blocked: set[int] = set()
+        self.recorder = recorder
+        self.gate = (StalenessGate(self.staleness, len(units), self._released, self._held)
+                     if self.sync == "ssp" else None)
 
     def _connection_tracks(
         self, unit: Unit, shard: str, log: TrackLog | None
@@ -203,31 +200,32 @@ class PSModel:
         self.warm_at = self.engine.now
         self.update_busy = [0.0] * len(self.update_busy)
 
-    # -- SSP gate ------------------------------------------------------------------------------
+    # -- SSP read rule -------------------------------------------------------------------------
 
-    def may_start(self, worker: PSWorker, t: int) -> bool:
-        if self.sync != "ssp" or t <= self.min_clock + self.staleness:
-            return True
-        self._blocked.add(worker.unit.index)
-        return False
+    def _may_read(self, j: int, k: int, u: int, t: int) -> None:
+        """Worker ``u``'s own gradient of part (j, k) from iteration ``t`` is applied: its read
+        of version t + 1 goes out now (ASP) or once the staleness bound allows (SSP)."""
+        if self.gate is None:
+            self._send_pull(j, k, u, t)
+        else:
+            self.gate.applied((j, k), k, u, self.engine.now)
 
-    def clock(self, worker: PSWorker) -> None:
-        if self.sync != "ssp":
-            return
-        u = worker.unit.index
-        counts = self._clock_count
-        old = self.clocks[u]
-        self.clocks[u] = old + 1
-        counts[old] -= 1
-        counts[old + 1] += 1
-        if old == self.min_clock and counts[old] == 0:
-            del counts[old]
-            self.min_clock = min(counts)
-            limit = self.min_clock + self.staleness
-            for v in sorted(self._blocked):
-                if self.workers[v].t <= limit:
-                    self._blocked.discard(v)
-                    self.workers[v].poke()
+    def _may_read_all(self, u: int, t: int) -> None:
+        """Overlap off: all of ``u``'s own gradients of iteration ``t`` are applied."""
+        if self.gate is None:
+            self._pull_all(u, t)
+        else:
+            self.gate.applied(ALL_TENSORS, ALL_TENSORS, u, self.engine.now)
+
+    def _released(self, key: object, u: int, version: int) -> None:
+        if key == ALL_TENSORS:
+            self._pull_all(u, version - 1)
+        else:
+            j, k = key  # type: ignore[misc]
+            self._send_pull(j, k, u, version - 1)
+
+    def _held(self, u: int, version: int, seconds: float) -> None:
+        self.recorder.held(u, version, seconds)
 
     # -- push → aggregate → update → pull -----------------------------------------------------
 
@@ -290,12 +288,12 @@ class PSModel:
                     for v in range(len(self.units)):
                         self._pull_all(v, t)
         elif self.overlap:
-            self._send_pull(j, k, u, t)
+            self._may_read(j, k, u, t)
         else:
             worker = self.workers[u]
             worker.own_left -= 1
             if worker.own_left == 0:
-                self._pull_all(u, t)
+                self._may_read_all(u, t)
 
     def _pull_all(self, u: int, t: int) -> None:
         """Every part this worker needs, in forward order (overlap off)."""

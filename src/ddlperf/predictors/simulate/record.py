@@ -1,8 +1,9 @@
 """What a run records per worker, and when the run is warm and when it is over.
 
 Per unit and iteration ``t``: the time the iteration started (its first operation began), the
-compute seconds of its own operations, and the time it stood at the iteration gate before
-starting (SSP bound, all-reduce of the previous iteration). Iteration time = mean of the step
+compute seconds of its own operations, and the time it was held by other workers before it
+(at its iteration gate — the all-reduce of the previous iteration — or, under SSP, by the
+shards' staleness bound on the reads of version ``t``). Iteration time = mean of the step
 periods ``start[t+1] − start[t]`` over the measured iterations (warm-up excluded), which equals
 (span of the window) / (iterations in it), so it is exactly what throughput is made of.
 
@@ -29,7 +30,7 @@ class Recorder:
         self.warmup = warmup
         self.last = warmup + iterations
         self.starts: list[list[float]] = [[] for _ in range(units)]
-        self.gate: list[list[float]] = [[] for _ in range(units)]
+        self.gate: list[dict[int, float]] = [{} for _ in range(units)]
         self.compute: list[list[float]] = [[] for _ in range(units)]
         self.warm_at = 0.0
         self.end_at = 0.0
@@ -41,7 +42,8 @@ class Recorder:
     def iteration_started(self, unit: int, t: int, gate_wait: float) -> None:
         now = self.engine.now
         self.starts[unit].append(now)
-        self.gate[unit].append(gate_wait)
+        if gate_wait > 0.0:
+            self.gate[unit][t] = self.gate[unit].get(t, 0.0) + gate_wait
         if t == self.warmup:
             self._warm += 1
             if self._warm == self._n:
@@ -52,6 +54,12 @@ class Recorder:
             if self._done == self._n:
                 self.end_at = now
                 self.engine.stop()
+
+    def held(self, unit: int, t: int, seconds: float) -> None:
+        """Under SSP a shard held the reads of version ``t`` for ``seconds`` (the longest
+        hold over the shards counts, as in the trainer's records)."""
+        gate = self.gate[unit]
+        gate[t] = max(gate.get(t, 0.0), seconds)
 
     def iteration_ended(self, unit: int, t: int, compute_s: float) -> None:
         self.compute[unit].append(compute_s)

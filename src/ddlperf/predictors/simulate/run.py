@@ -89,7 +89,7 @@ def measure(recorder: Recorder, warmup: int, rule: str) -> list[UnitMeasure]:
         n = len(p)
         periods.append(p)
         computes.append(np.asarray(compute[warmup:warmup + n], dtype=float))
-        gates.append(np.asarray(gate[warmup + 1:warmup + 1 + n], dtype=float))
+        gates.append(np.array([gate.get(t, 0.0) for t in range(warmup + 1, warmup + 1 + n)]))
     out = []
     if rule == "slowest":
         n = min(len(p) for p in periods)

@@ -21,6 +21,7 @@ from ddlperf.io import check_writable
 from ddlperf.prediction import Prediction
 from ddlperf.predictors.simulate.results import assemble_simulated
 from ddlperf.predictors.simulate.run import RunResult, simulate_once
+from ddlperf.predictors.simulate.ssp import PERIODS_AGREE, steady_warmup
 from ddlperf.predictors.simulate.trace import write_trace
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import make_units
@@ -81,6 +82,10 @@ def predict_simulate(
     units = make_units(sc, individual=noisy or asynchronous)
     runs: list[RunResult] = []
     log = TrackLog() if opts["trace"] is not None else None
+    steady_note = None
+    if asynchronous and sc.strategy.sync == "ssp":
+        warm, steady_note = _ssp_steady_warmup(sc, units, warm, iters, cv, opts["seed"], noisy,
+                                               ring_steps)
     for r in range(reps if noisy else 1):
         runs.append(simulate_once(sc, units, warm, iters, cv, opts["seed"], r, noisy,
                                   log if r == 0 else None, ring_steps))
@@ -99,6 +104,8 @@ def predict_simulate(
         biggest = max(u.count for u in units)
         notes.append(f"simulate: identical workers simulated together (up to {biggest} per "
                      "unit, weighted flows; exact because they stay in lockstep)")
+    if steady_note:
+        notes.append(steady_note)
     if asynchronous:
         notes.append("simulate: ASP/SSP updates the PS per arriving gradient; each worker "
                      "pulls the tensors it pushed once they are applied")
@@ -111,3 +118,23 @@ def predict_simulate(
                             "iteration_time_s": prediction.iteration_time_s}}
         write_trace(opts["trace"], log, meta)
     return prediction
+
+
+def _ssp_steady_warmup(
+    sc: Scenario, units: list, warmup: int, iterations: int, cv: float | None, seed: int,
+    noisy: bool, ring_steps: str,
+) -> tuple[int, str | None]:
+    """SSP is reported in steady state (every worker at the slowest's rate): the warm-up is
+    extended until the workers' periods agree (:func:`.ssp.steady_warmup`)."""
+    def periods(warm: int) -> list[float]:
+        run = simulate_once(sc, units, warm, iterations, cv, seed, 0, noisy, None, ring_steps)
+        return [float(m.period.mean()) for m in run.measures]
+
+    warm, gap = steady_warmup(periods, warmup, sc.strategy.staleness or 0)
+    if gap > PERIODS_AGREE:
+        return warm, (f"simulate: SSP not in steady state after {warm} warm-up iterations "
+                      f"(the workers' periods still differ by {100 * gap:.1f}%)")
+    if warm > warmup:
+        return warm, (f"simulate: SSP steady state: warm-up extended from {warmup} to {warm} "
+                      "iterations, until every worker runs at the slowest's rate")
+    return warm, None

@@ -1,0 +1,31 @@
+"""Which peers a link is probed with, and when a probe is the link's own rate (no root)."""
+
+from __future__ import annotations
+
+from ddlperf.measure.emulated import HostSpec
+from ddlperf.measure.probe import own_rate_bps, probe_peers
+
+MBPS = 1e6
+
+
+def down(host: HostSpec) -> float:
+    return host.downlink_bps
+
+
+def test_the_fewest_fastest_peers_that_reach_the_links_rate() -> None:
+    workers = [HostSpec(f"w{i}", 100 * MBPS, 100 * MBPS) for i in range(4)]
+    fast = HostSpec("x", 250 * MBPS, 250 * MBPS)
+    assert [h.name for h in probe_peers(100 * MBPS, workers, down)] == ["w0"]
+    assert [h.name for h in probe_peers(400 * MBPS, workers, down)] == ["w0", "w1", "w2", "w3"]
+    assert [h.name for h in probe_peers(300 * MBPS, [*workers, fast], down)] == ["x", "w0"]
+    # a 1 Gbit PS among four 100 Mbit workers: all of them, and still not enough
+    assert len(probe_peers(1000 * MBPS, workers, down)) == 4
+
+
+def test_only_a_probe_of_the_link_itself_gives_its_rate() -> None:
+    entry = {"uplink_bps": 380e6, "uplink_own": True, "downlink_bps": 382e6,
+             "downlink_own": False}
+    assert own_rate_bps(entry, "uplink") == 380e6
+    assert own_rate_bps(entry, "downlink") is None
+    assert own_rate_bps({"uplink_bps": 95e6}, "uplink") is None  # an older path probe
+    assert own_rate_bps(None, "uplink") is None

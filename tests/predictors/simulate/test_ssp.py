@@ -1,0 +1,72 @@
+"""SSP in the simulator: the shards' read rule (Ho et al., per tensor) and the steady state."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddlperf.api import predict
+from ddlperf.predictors.simulate.ssp import StalenessGate, steady_warmup
+from tests.conftest import make_workload
+
+# 8 × 1 MB, 10 ms forward + 20 ms backward per layer: the dev matrix's uniform model.
+UNIFORM8 = make_workload([(0.01, 0.02, [1_000_000])] * 8, update_s_per_byte=0.3e-9)
+# The issue's case: staleness 2, two shards, one worker 3× slower.
+SLOW3X = {"bandwidth": "200Mbps", "ps": 2,
+          "workers": [{"name": "fast", "count": 2}, {"name": "slow", "count": 1, "speed": 1 / 3}]}
+
+
+def test_a_read_waits_until_every_worker_is_within_the_bound():
+    released: list[tuple] = []
+    holds: list[tuple] = []
+    gate = StalenessGate(1, 2, lambda key, u, v: released.append((u, v)),
+                         lambda u, v, s: holds.append((u, v, s)))
+    # worker 0 runs ahead: version 1 needs nobody else's update (1 − 1 − 1 < 0) …
+    gate.applied("t", "ps0", 0, now=1.0)
+    assert released == [(0, 1)]
+    # … version 2 needs worker 1's gradient of iteration 0
+    gate.applied("t", "ps0", 0, now=2.0)
+    assert released == [(0, 1)]
+    gate.applied("t", "ps0", 1, now=5.0)  # worker 1's iteration 0 arrives: both reads go
+    assert released == [(0, 1), (0, 2), (1, 1)]
+    assert holds == [(0, 2, pytest.approx(3.0))]  # worker 0 was held from 2 s to 5 s
+
+
+def test_keys_are_independent_and_holds_add_up_per_shard_version():
+    holds: list[tuple] = []
+    gate = StalenessGate(0, 2, lambda *_: None, lambda u, v, s: holds.append((u, v, s)))
+    for key, t_own, t_other in (("a", 1.0, 2.0), ("b", 1.5, 4.0)):
+        gate.applied(key, "ps0", 0, now=t_own)
+        gate.applied(key, "ps0", 1, now=t_other)
+    # tensor a held 1 → 2 s, tensor b from the previous release (2 s) to 4 s: 1 + 2 s in all
+    assert [h[2] for h in holds] == [pytest.approx(1.0), pytest.approx(3.0)]
+
+
+def test_slow_worker_pulls_together_with_the_released_fast_ones():
+    # In steady state the fast workers are held until the slow one's gradients are applied,
+    # and then pull at the same moment as it: its communication is as exposed as under BSP.
+    ssp = predict(workload=UNIFORM8, cluster=SLOW3X, sync="ssp", staleness=2,
+                  method="simulate", iterations=14, warmup=2)
+    bsp = predict(workload=UNIFORM8, cluster=SLOW3X, method="simulate", iterations=14,
+                  warmup=2)
+    slow_ssp, slow_bsp = ssp.workers[2], bsp.workers[2]
+    assert slow_ssp.communication_s == pytest.approx(slow_bsp.communication_s, rel=0.05)
+    periods = [w.iteration_time_s for w in ssp.workers]
+    assert max(periods) / min(periods) - 1 <= 0.005  # steady state: one rate
+    assert ssp.workers[0].wait_s > 0 and slow_ssp.wait_s == 0
+
+
+def test_ssp_is_reported_in_steady_state_whatever_the_run_length():
+    short, long = (predict(workload=UNIFORM8, cluster=SLOW3X, sync="ssp", staleness=2,
+                           method="simulate", iterations=n, warmup=2) for n in (14, 100))
+    assert short.iteration_time_s == pytest.approx(long.iteration_time_s, rel=0.005)
+    assert any("warm-up extended" in note for note in short.notes)
+
+
+def test_steady_warmup_grows_until_the_periods_agree_or_gives_up():
+    # A faster worker (period 0.5) gains on the slowest (1.0) until it is s = 2 ahead: its
+    # measured period equals the slowest's once the warm-up covers 2·0.5/0.5 = 2 iterations.
+    def catching_up(warm: int) -> list[float]:
+        return [1.0, 1.0 if warm >= 5 else 0.5]
+
+    assert steady_warmup(catching_up, 2, 2) == (7, 0.0)
+    assert steady_warmup(lambda _w: [1.0, 0.5], 2, 2)[1] == pytest.approx(0.5)
