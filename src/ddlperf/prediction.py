@@ -10,6 +10,7 @@ Keys and units (also in the README):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, overload
@@ -84,6 +85,30 @@ class ResourceUse:
     name: str
     busy_s: float
     utilization: float
+
+
+TIE_SHARE = 0.01  # resources within 1% of the busiest one's utilization are equally busy
+
+
+def _canonical(name: str) -> tuple[int, int, int, str]:
+    """Order among equally busy resources: PS shards before workers, by index, and the push
+    path first (a shard's downlink, uplink, update; a worker's uplink, downlink)."""
+    match = re.fullmatch(r"(ps|w)(\d+) (downlink|uplink|update)", name)
+    if not match:
+        return (2, 0, 0, name)
+    kind, index, part = match.groups()
+    rank = (("downlink", "uplink", "update") if kind == "ps" else ("uplink", "downlink"))
+    return (0 if kind == "ps" else 1, int(index), rank.index(part), name)
+
+
+def busiest(resources: list[ResourceUse]) -> ResourceUse:
+    """The most utilized resource, with one tie rule for every method (analytic, simulate,
+    measured): resources within :data:`TIE_SHARE` of the highest utilization are equally busy
+    (a PS's uplink and downlink carry the same bytes; so do a ring's links) and the first of
+    them in canonical order is named."""
+    top = max(r.utilization for r in resources)
+    tied = [r for r in resources if r.utilization >= top * (1 - TIE_SHARE)]
+    return min(tied, key=lambda r: _canonical(r.name))
 
 
 @dataclass

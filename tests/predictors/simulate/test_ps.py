@@ -195,7 +195,12 @@ def test_ssp_zero_is_bsp_and_large_staleness_is_asp():
     big = sim(COMPUTE_BOUND, sync="ssp", staleness=1000, **kw)
     assert ssp0.iteration_time_s == bsp.iteration_time_s
     assert [r.iteration_time_s for r in ssp0.workers] == [r.iteration_time_s for r in bsp.workers]
-    assert [r.iteration_time_s for r in big.workers] == [r.iteration_time_s for r in asp.workers]
+    # s = 1000: the fast workers would need ~2000 iterations to reach the bound, more than the
+    # warm-up budget — ASP's rates, and the output says the run is too short for SSP's steady
+    # state
+    assert [r.iteration_time_s for r in big.workers] == pytest.approx(
+        [r.iteration_time_s for r in asp.workers], rel=0.01)
+    assert any("not in steady state" in note for note in big.notes)
     # in between: fast workers wait at the bound
     assert bsp.throughput_samples_per_s < ssp1.throughput_samples_per_s
     assert ssp1.throughput_samples_per_s <= asp.throughput_samples_per_s * (1 + 1e-9)

@@ -68,5 +68,5 @@ def test_steady_warmup_grows_until_the_periods_agree_or_gives_up():
     def catching_up(warm: int) -> list[float]:
         return [1.0, 1.0 if warm >= 5 else 0.5]
 
-    assert steady_warmup(catching_up, 2, 2) == (7, 0.0)
-    assert steady_warmup(lambda _w: [1.0, 0.5], 2, 2)[1] == pytest.approx(0.5)
+    assert steady_warmup(catching_up, 2, 2, limit=100) == (7, 0.0)
+    assert steady_warmup(lambda _w: [1.0, 0.5], 2, 2, limit=100) == (100, pytest.approx(0.5))

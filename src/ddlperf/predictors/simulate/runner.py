@@ -21,7 +21,7 @@ from ddlperf.io import check_writable
 from ddlperf.prediction import Prediction
 from ddlperf.predictors.simulate.results import assemble_simulated
 from ddlperf.predictors.simulate.run import RunResult, simulate_once
-from ddlperf.predictors.simulate.ssp import PERIODS_AGREE, steady_warmup
+from ddlperf.predictors.simulate.ssp import PERIODS_AGREE, steady_warmup, warmup_limit
 from ddlperf.predictors.simulate.trace import write_trace
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import make_units
@@ -130,10 +130,12 @@ def _ssp_steady_warmup(
         run = simulate_once(sc, units, warm, iterations, cv, seed, 0, noisy, None, ring_steps)
         return [float(m.period.mean()) for m in run.measures]
 
-    warm, gap = steady_warmup(periods, warmup, sc.strategy.staleness or 0)
+    warm, gap = steady_warmup(periods, warmup, sc.strategy.staleness or 0,
+                              warmup_limit(warmup, iterations))
     if gap > PERIODS_AGREE:
         return warm, (f"simulate: SSP not in steady state after {warm} warm-up iterations "
-                      f"(the workers' periods still differ by {100 * gap:.1f}%)")
+                      f"(the workers' periods still differ by {100 * gap:.1f}%; more "
+                      "--iterations allow a longer warm-up)")
     if warm > warmup:
         return warm, (f"simulate: SSP steady state: warm-up extended from {warmup} to {warm} "
                       "iterations, until every worker runs at the slowest's rate")

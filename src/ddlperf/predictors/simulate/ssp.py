@@ -67,7 +67,13 @@ class StalenessGate:
 # ----------------------------------------------------------------------------- steady state
 
 PERIODS_AGREE = 0.005  # SSP steady state: every worker's mean period within 0.5% of the slowest's
-MAX_WARMUP = 2000  # iterations: beyond this a run is reported as too short for steady state
+WARMUP_BUDGET = 10  # extend the warm-up to at most this × (warm-up + iterations), at least …
+MIN_WARMUP_LIMIT = 200  # … this many iterations; beyond it the run is reported as too short
+
+
+def warmup_limit(warmup: int, iterations: int) -> int:
+    """The longest warm-up spent looking for SSP's steady state (it costs simulated time)."""
+    return max(MIN_WARMUP_LIMIT, WARMUP_BUDGET * (warmup + iterations))
 
 
 def spread(periods: list[float]) -> float:
@@ -76,8 +82,8 @@ def spread(periods: list[float]) -> float:
     return 1.0 - min(periods) / slowest if slowest > 0 else 0.0
 
 
-def steady_warmup(run: Callable[[int], list[float]], warmup: int,
-                  staleness: int) -> tuple[int, float]:
+def steady_warmup(run: Callable[[int], list[float]], warmup: int, staleness: int,
+                  limit: int) -> tuple[int, float]:
     """The warm-up (iterations) after which an SSP run is in steady state, and the spread of
     the workers' periods there.
 
@@ -85,17 +91,16 @@ def steady_warmup(run: Callable[[int], list[float]], warmup: int,
     until it is ``staleness`` iterations ahead, and is held by the bound from then on. From
     the periods of a run (``run(warmup)`` → each worker's mean period) the iterations a faster
     worker still needs to get there are s · p / (P − p) of the slowest's (p its period, P the
-    slowest's); the warm-up grows by that until the periods agree within 0.5% (or
-    :data:`MAX_WARMUP` is reached: the caller says the run is too short).
+    slowest's); the warm-up grows by that until the periods agree within 0.5% (or ``limit``
+    is reached: the caller says the run is too short).
     """
     current = warmup
-    for _ in range(6):
+    while True:  # each step adds ≥ s + 1 iterations, so this ends at ``limit``
         periods = run(current)
         gap = spread(periods)
-        if gap <= PERIODS_AGREE or current >= MAX_WARMUP:
+        if gap <= PERIODS_AGREE or current >= limit:
             return current, gap
         slowest = max(periods)
         need = max(staleness * p / (slowest - p) for p in periods
                    if p < slowest * (1 - PERIODS_AGREE))
-        current = min(MAX_WARMUP, current + staleness + 1 + math.ceil(need))
-    return current, spread(run(current))
+        current = min(limit, current + staleness + 1 + math.ceil(need))
