@@ -6,9 +6,10 @@
 - ASP parameter server: mean value analysis of a closed queueing network — workers are delay
   stations (think time = compute), shard downlinks, uplinks and update processors are queues —
   so throughput saturates at the PS bottleneck. Multi-class (Schweitzer) for mixed workers.
-- SSP(s): SSP(0) is BSP; for s ≥ 1 every worker's long-run rate is capped by the slowest
-  worker's (it may only run s iterations ahead), solved as ASP with that cap, never worse
-  than BSP.
+- SSP(s): SSP(0) is BSP; for s ≥ 1 the steady state of the read rule of
+  :mod:`ddlperf.strategy`: BSP's schedule where ASP would let some workers run faster (the
+  bound then holds them and releases their reads with the slowest one's), ASP where ASP
+  gives every worker one rate; never worse than BSP.
 - Ring all-reduce: 2(N−1) steps of S/N bytes per bucket on the slowest link, buckets in
   gradient-ready order, overlapped with backward.
 """
@@ -21,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from ddlperf.cluster import TCP_ETHERNET_GOODPUT
-from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
+from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult, busiest
 from ddlperf.predictors.rings import ring_intra_share, ring_phases
 from ddlperf.predictors.server_links import (
     aggregates,
@@ -367,40 +368,61 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     return think, demand, population, names
 
 
-def _ps_async(
-    sc: Scenario, bsp_period: float | None
-) -> tuple[list[GroupTime], float, list[ResourceUse]]:
-    think, demand, population, names = _ps_queueing(sc)
-    staleness = sc.strategy.staleness if sc.strategy.sync == "ssp" else None
-    extra = np.zeros_like(think)
+def _ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+    """ASP: each worker class at the rate the closed queueing network gives it (no wait)."""
+    think, demand, population, _names = _ps_queueing(sc)
     throughput, _ = mva(think, demand, population)
-    if staleness is not None:
-        # Long-run rates are capped by the slowest worker: the others wait at the bound.
-        for _ in range(50):
-            period = population / throughput
-            slowest = period.max()
-            if np.all(period >= slowest * (1 - 1e-9)):
-                break
-            extra = np.maximum(extra + (slowest - period), 0.0)
-            throughput, _ = mva(think + extra, demand, population)
     periods = population / throughput
-    if bsp_period is not None and np.all(periods >= bsp_period):
-        # SSP can always follow the BSP schedule, so it is never slower than BSP.
-        extra = extra - (periods - bsp_period)
-        periods = np.full_like(periods, bsp_period)
-        extra = np.maximum(extra, 0.0)
-    times = []
-    for c, group in enumerate(sc.groups):
-        wait = float(extra[c])
-        comm = float(periods[c]) - group.compute_s - wait
-        times.append(GroupTime(float(periods[c]), group.compute_s, max(comm, 0.0), wait))
-    utilization = (demand * throughput).sum(axis=1)
+    times = [GroupTime(float(p), g.compute_s, max(float(p) - g.compute_s, 0.0), 0.0)
+             for g, p in zip(sc.groups, periods)]
     mean_period = float((periods * population).sum() / population.sum())
-    resources = [
-        ResourceUse(name, float(u * mean_period), float(u))
-        for name, u in zip(names, utilization)
-    ]
-    return times, mean_period, resources
+    return times, mean_period, async_resources(sc, [float(p) for p in periods], mean_period)
+
+
+def async_resources(sc: Scenario, periods: list[float], mean_period: float
+                    ) -> list[ResourceUse]:
+    """Every station's utilization when each worker of group c runs at period ``periods[c]``:
+    the shards' downlinks, uplinks and update processors (each gradient is an update) and
+    one worker's uplink and downlink per group (busy seconds per mean period)."""
+    shard_bytes = sc.placement.sum(axis=0)
+    total = float(sc.tensor_bytes.sum())
+    busy: list[tuple[str, float]] = []
+    for k, shard in enumerate(sc.shards):
+        crossing = sum((g.count - (1 if shard.host is not None
+                                   and g.first <= shard.host < g.first + g.count else 0)) / p
+                       for g, p in zip(sc.groups, periods))
+        arriving = sum(g.count / p for g, p in zip(sc.groups, periods))
+        busy += [(f"{shard.name} downlink", crossing * shard_bytes[k] / shard.down),
+                 (f"{shard.name} uplink", crossing * shard_bytes[k] / shard.up),
+                 (f"{shard.name} update",
+                  arriving * shard_bytes[k] * shard.update_s_per_byte)]
+    for g, p in zip(sc.groups, periods):
+        busy += [(f"{g.worker_name()} uplink", total / (g.up * p)),
+                 (f"{g.worker_name()} downlink", total / (g.down * p))]
+    return [ResourceUse(name, u * mean_period, u) for name, u in busy]
+
+
+# SSP: ASP rates this close count as one rate (the staleness bound never holds anyone).
+ASP_RATES_AGREE = 0.005
+
+
+def _ps_ssp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+    """SSP(s ≥ 1) in steady state, by the read rule of :mod:`ddlperf.strategy`.
+
+    Where ASP would run some workers faster than the slowest, they gain on it until they are
+    s iterations ahead and the bound holds them from then on: their reads of a tensor are
+    released by the slowest worker's update of it, the moment the slowest one reads it too.
+    So every read coincides as under BSP and the steady state is BSP's schedule (with each
+    gradient applied on arrival; the bound s sets only how long the catch-up takes). Where
+    ASP gives every worker the same rate (a saturated shared link paces them all), nobody
+    is held and SSP is ASP — never slower than BSP, whose schedule SSP could follow.
+    """
+    times, period, resources = _ps_async(sc)
+    periods = [t.iteration_s for t in times]
+    bound_binds = max(periods) > min(periods) * (1 + ASP_RATES_AGREE)
+    if bound_binds or period >= _ps_bsp(sc)[1]:
+        return _ps_bsp(sc)
+    return times, period, resources
 
 
 # ---------------------------------------------------------------- ring all-reduce
@@ -471,28 +493,39 @@ def _allreduce(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]
 # ---------------------------------------------------------------- assembly
 
 
+SATURATED = 0.8  # a shared station this busy paces asynchronous workers
+
+
 def name_bottleneck(
     sc: Scenario, times: list[GroupTime], period: float, resources: list[ResourceUse]
 ) -> str:
+    """What limits the iteration rate, with the one tie rule of :func:`busiest`.
+
+    Synchronized workers (BSP, all-reduce, and SSP whose bound holds someone — the same
+    schedule as BSP): the straggler if waiting for it is the largest exposed part, compute if
+    communication is hidden, else the busiest resource. Asynchronous workers (ASP, SSP whose
+    bound holds nobody) each run their own cycle: a shared station at least 80% busy paces
+    them; below that, compute when it is the larger part of a worker's period, else the
+    busiest resource.
+    """
     slowest_group = max(zip(sc.groups, times), key=lambda gt: gt[1].compute_s)[0]
     max_wait = max(t.wait_s for t in times)
     exposed = period - max(t.compute_s for t in times)
-    async_mode = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
-    if async_mode:
-        hot = max(resources, key=lambda r: r.utilization)
-        if hot.utilization >= 0.8:
+    held = sc.strategy.sync == "ssp" and max_wait > COMPUTE_BOUND_SHARE * period
+    if sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp" and not held:
+        hot = busiest(resources)
+        if hot.utilization >= SATURATED:
             return hot.name
-        comm_share = max(t.communication_s / t.iteration_s for t in times)
-        if comm_share <= COMPUTE_BOUND_SHARE:
+        compute = sum(t.compute_s for t in times) / len(times)
+        communication = sum(t.communication_s for t in times) / len(times)
+        if compute >= communication:
             return "compute"
-        if max_wait > max(t.communication_s for t in times):
-            return f"straggler {slowest_group.worker_name()}"
         return hot.name
     if max_wait > exposed and max_wait > COMPUTE_BOUND_SHARE * period:
         return f"straggler {slowest_group.worker_name()}"
     if exposed <= COMPUTE_BOUND_SHARE * period:
         return "compute"
-    return max(resources, key=lambda r: r.busy_s).name
+    return busiest(resources).name
 
 
 def single_worker_baseline(sc: Scenario) -> tuple[dict[str, object], float]:
@@ -600,11 +633,9 @@ def predict_analytic(sc: Scenario) -> Prediction:
     elif strategy.effective_sync == "bsp":
         times, period, resources = _ps_bsp(sc)
     else:
-        bsp_period = None
-        if strategy.sync == "ssp":
-            bsp_period = _ps_bsp(sc)[1]
-        times, period, resources = _ps_async(sc, bsp_period)
-        notes.append("analytic ASP/SSP: mean value analysis; push, update and pull are "
-                     "sequential in this model (use --method simulate for overlap)")
+        times, period, resources = _ps_ssp(sc) if strategy.sync == "ssp" else _ps_async(sc)
+        notes.append("analytic ASP/SSP: mean value analysis of a closed queueing network; SSP "
+                     "in steady state (BSP's schedule where the staleness bound holds the "
+                     "faster workers)")
     bottleneck = name_bottleneck(sc, times, period, resources)
     return assemble(sc, "analytic", times, resources, bottleneck, notes)

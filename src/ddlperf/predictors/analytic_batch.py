@@ -30,9 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from ddlperf.prediction import TIE_SHARE
 from ddlperf.predictors.analytic import (
     COMPUTE_BOUND_SHARE,
     MAX_PASSES,
+    SATURATED,
     bucket_layout,
     ps_layout,
     single_worker_baseline,
@@ -299,7 +301,7 @@ def _bsp_bottleneck(sc: Scenario, p: _Points, period: np.ndarray) -> np.ndarray:
         volume = p.n * shard_bytes[k]
         busy += [volume / p.sdown, volume / p.sup, float(shard_bytes[k]) * p.supd]
     busy += [total / p.gup, total / p.gdown]
-    hot = np.argmax(np.array(busy), axis=0)
+    hot = first_busiest(np.array(busy) / period)
     exposed = period - g.compute_s
     return np.where(exposed <= COMPUTE_BOUND_SHARE * period, -1, hot)
 
@@ -340,9 +342,6 @@ def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray)
     return out
 
 
-_PARTS = ("downlink", "uplink", "update")
-
-
 def _async(
     sc: Scenario, lay: _Layout, p: _Points, bsp_period: np.ndarray | None
 ) -> tuple[np.ndarray, list[str]]:
@@ -376,24 +375,32 @@ def _async(
                  + np.maximum(0.0, total / p.gdown - sum_up))
     throughput = mva_one_class(think, demand, p.n)
     periods = p.n / throughput
-    if bsp_period is not None:
-        periods = np.where(periods >= bsp_period, bsp_period, periods)
-    utilization = demand * throughput
-    hot = np.argmax(utilization, axis=0)
+    capped = np.zeros(points, dtype=bool)
+    if bsp_period is not None:  # ``analytic._ps_ssp``: one group is never held → BSP's cap
+        capped = periods >= bsp_period
+        periods = np.where(capped, bsp_period, periods)
+    # ``analytic.async_resources`` (or, capped, the BSP resources: one update per tensor)
+    rows = []
+    for k in range(n_shards):
+        rows += [p.n * shard_bytes[k] / p.sdown / periods,
+                 p.n * shard_bytes[k] / p.sup / periods,
+                 np.where(capped, 1.0, p.n) * shard_bytes[k] * p.supd / periods]
+    rows += [total / p.gup / periods, total / p.gdown / periods]
+    utilization = np.array(rows)
+    hot = first_busiest(utilization)
     hot_u = np.take_along_axis(utilization, hot[None, :], axis=0)[0]
-    comm = np.maximum(periods - g.compute_s - 0.0, 0.0)
-    compute_bound = comm / periods <= COMPUTE_BOUND_SHARE
-    names = []
-    for b in range(points):
-        s = int(hot[b])
-        if kind is not None:
-            name = f"{sc.shards[s].name} {_PARTS[int(kind[s, b])]}"
-        else:
-            name = f"{sc.shards[s // 3].name} {_PARTS[s % 3]}"
-        if hot_u[b] < 0.8 and compute_bound[b]:
-            name = "compute"
-        names.append(name)
+    compute_wins = g.compute_s >= periods - g.compute_s
+    all_names = _bsp_resource_names(sc)
+    names = ["compute" if hot_u[b] < SATURATED and compute_wins[b] else all_names[int(hot[b])]
+             for b in range(points)]
     return periods, names
+
+
+def first_busiest(utilization: np.ndarray) -> np.ndarray:
+    """``prediction.busiest`` per point (rows in canonical order): the first row within
+    ``TIE_SHARE`` of the highest utilization."""
+    top = utilization.max(axis=0)
+    return np.argmax(utilization >= top * (1 - TIE_SHARE), axis=0)
 
 
 # ---------------------------------------------------------------- ring all-reduce
