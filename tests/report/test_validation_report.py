@@ -53,3 +53,17 @@ def test_setup_text_names_the_mechanisms() -> None:
         "PS×2 SSP(2) greedy · 3w · 500Mbps · 12MB · real · speed 0.4 · quota w1=0.5")
     assert setup_text({"arch": "allreduce", "workers": 5, "compute": "emulated"}) == \
         "ring · 5w · emulated"
+
+
+def test_asp_rows_get_per_worker_errors_in_the_csv_and_the_page() -> None:
+    r = row("asp", 1.0, 1.0, 1.0)
+    r["setup"]["sync"] = "asp"
+    r["measured"]["per_worker"] = {"w0": 0.8, "w1": 1.2}
+    r["predicted"]["simulate"]["worker_error_pct"] = {"w0": 12.5, "w1": -4.0}
+    table = list(csv.DictReader(io.StringIO(csv_text([r]))))
+    simulate = next(t for t in table if t["method"] == "simulate")
+    assert simulate["worst_worker"] == "w0" and float(simulate["worst_worker_error_pct"]) == 12.5
+    assert simulate["worker_errors_pct"] == "w0:+12.5;w1:-4.0"
+    text = markdown([r], summarize([r]), {})
+    assert "| 1 | asp | w0 | 0.800 | +0.0% | +12.5% |" in text
+    assert "+12.5% (asp w0)" in text  # the summary's worst worker

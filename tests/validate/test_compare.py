@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddlperf.validate import error_pct, probe_deviation, summarize
+from ddlperf.validate.compare import worker_errors
 from tests.validate.helpers import fake, row
 
 
@@ -36,3 +37,22 @@ def test_summary_mape_worst_and_failures() -> None:
     assert s["simulate"]["worst_abs_error_pct"] == pytest.approx(10)
     assert s["failed"] == ["d"]
     assert summarize([]) == {}
+
+
+def test_per_worker_errors_and_the_worst_worker_in_the_summary() -> None:
+    r = row("asp", 1.0, 1.0, 1.0)
+    r["measured"]["per_worker"] = {"w0": 0.8, "w1": 1.2}
+    r["predicted"]["simulate"]["per_worker"] = {"w0": 0.9, "w1": 1.1}
+    r["predicted"]["simulate"]["worker_error_pct"] = worker_errors(
+        r["predicted"]["simulate"]["per_worker"], r["measured"]["per_worker"])
+    assert r["predicted"]["simulate"]["worker_error_pct"] == {
+        "w0": pytest.approx(12.5), "w1": pytest.approx(-100 / 12)}
+    s = summarize([r, row("b", 2.0, 2.0, 2.02)])
+    assert s["simulate"]["worst_worker"] == "asp w0"
+    assert s["simulate"]["worst_worker_error_pct"] == pytest.approx(12.5)
+    assert s["simulate"]["mape_pct"] == pytest.approx(0.5)  # the means agree
+
+
+def test_compare_lists_each_workers_error() -> None:
+    assert row("x", 1.0, 0.9, 1.05)["predicted"]["analytic"]["worker_error_pct"] == {
+        "w0": pytest.approx(-10.0), "w1": pytest.approx(-10.0)}

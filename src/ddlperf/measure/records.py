@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlperf.io import write_atomic
-from ddlperf.prediction import Prediction, ResourceUse, WorkerResult
+from ddlperf.prediction import Prediction, ResourceUse, WorkerResult, busiest
 
 COMPUTE_BOUND_SHARE = 0.05  # below this share of the iteration, communication is not the story
 OVER_RATE = 1.05  # above this a link carried more than its configured rate allows
@@ -295,7 +295,7 @@ def _bottleneck(workers: list[WorkerResult], resources: list[ResourceUse]) -> st
         slowest = max(workers, key=lambda w: w.compute_s)
         return f"straggler {slowest.name}"
     if resources:
-        return max(resources, key=lambda r: r.utilization).name
+        return busiest(resources).name  # the predictors' tie rule for equally busy links
     return "communication"
 
 

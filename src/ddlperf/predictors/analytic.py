@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -31,6 +32,7 @@ from ddlperf.predictors.server_links import (
     ps_endpoints,
     ps_intra_share,
     ps_link_busy,
+    ps_server_bytes,
 )
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
 from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
@@ -51,6 +53,45 @@ class GroupTime:
 
 
 # ---------------------------------------------------------------- parameter server, BSP
+
+
+def colocated_view(sc: Scenario) -> Scenario:
+    """The scenario as the PS models see it when shards share their hosts' NICs.
+
+    A colocated shard's host NIC carries two roles at once: the shard's traffic with the
+    other workers (their pushes in, their pulls out) and its own worker's traffic with the
+    other shards. The NIC's rate is split between the roles in proportion to the bytes each
+    moves per iteration, so each role's transfers take as long as the NIC needs for both
+    (it is busy for the sum). The host worker becomes a group of its own; the models send its
+    whole model through its link, so its rate is scaled to move the remote part in its share
+    (a host whose worker has no remote shard sends nothing: no link time). One-GPU hosts of
+    a ``workers:`` cluster only (servers: their own model).
+    """
+    hosted = {s.host: s for s in sc.shards if s.host is not None}
+    if not hosted or any(g.kind != "workers" for g in sc.groups):
+        return sc
+    shard_bytes = sc.placement.sum(axis=0)
+    total = float(sc.tensor_bytes.sum())
+    n = sc.worker_count
+    shards, groups = list(sc.shards), []
+    for group in sc.groups:
+        first, end = group.first, group.first + group.count
+        for host in sorted(h for h in hosted if first <= h < end):
+            if host > first:
+                groups.append(replace(group, first=first, count=host - first))
+            shard = hosted[host]
+            serving = (n - 1) * float(shard_bytes[shard.index])  # each way, other workers
+            own = total - float(shard_bytes[shard.index])  # its worker, other shards
+            if serving > 0:  # (a shard that holds nothing keeps its rate: it carries nothing)
+                shards[shard.index] = replace(shard, up=shard.up * serving / (serving + own),
+                                              down=shard.down * serving / (serving + own))
+            scale = total / (serving + own) if own > 0 else math.inf
+            groups.append(replace(group, first=host, count=1, up=group.up * scale,
+                                  down=group.down * scale))
+            first = host + 1
+        if first < end:
+            groups.append(replace(group, first=first, count=end - first))
+    return replace(sc, groups=tuple(groups), shards=tuple(shards))
 
 
 def _ps_senders(sc: Scenario) -> np.ndarray:
@@ -317,62 +358,91 @@ def mva(
 
 
 def _alone_cycle(sc: Scenario, group: GroupPlan) -> float:
-    """One worker of ``group`` alone with the shards: its pipelined, contention-free cycle."""
+    """One worker of ``group`` alone with the shards: its pipelined, contention-free cycle (a
+    shard on its own host stays local)."""
     solo = replace(
         sc, groups=(replace(group, count=1, first=0),),
-        shards=tuple(replace(shard, host=None) for shard in sc.shards),
+        shards=tuple(replace(shard, host=0 if _hosts(shard, group) == group.count else None)
+                     for shard in sc.shards),
     )
     return _ps_bsp(solo)[1]
+
+
+def _hosts(shard: ShardPlan, group: GroupPlan) -> int:
+    """How many of ``group``'s workers talk to ``shard`` without the network (its host's)."""
+    if shard.host is not None and group.first <= shard.host < group.first + group.count:
+        return shard.host_gpus
+    return 0
 
 
 def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Think times (C,), station demands (S, C), populations (C,) and station names.
 
-    Each shard's downlink, uplink and optimizer are queueing stations. With overlap a worker
-    pushes some tensors while pulling others, so a shard's three resources work as a
-    pipeline: they become one station whose demand is the largest of the three (the
-    saturation limit is unchanged, the contention-free cycle is not inflated). The think time
-    is then set so that one worker alone sees exactly its pipelined cycle from the BSP model.
+    Each shard's downlink, uplink and optimizer are queueing stations; a class's demand at a
+    shard's links is its workers' mean remote share of the shard's bytes (nothing for the
+    shard's own host). With overlap a worker pushes some tensors while pulling others, so a
+    shard's three resources work as a pipeline: they become one station whose demand is the
+    largest of the three (the saturation limit is unchanged, the contention-free cycle is not
+    inflated). The think time is then set so that one worker alone sees exactly its
+    pipelined cycle from the BSP model.
     """
     alpha = sc.latency_s
     total = float(sc.tensor_bytes.sum())
-    n = sc.worker_count
     shard_bytes = sc.placement.sum(axis=0)
-    names, rows = [], []
-    for k, shard in enumerate(sc.shards):
-        remote = (n - shard.host_gpus) / n
-        parts = {
-            f"{shard.name} downlink": shard_bytes[k] * remote / shard.down,
-            f"{shard.name} uplink": shard_bytes[k] * remote / shard.up,
-            f"{shard.name} update": shard_bytes[k] * shard.update_s_per_byte,
-        }
-        if sc.strategy.overlap:
-            name = max(parts, key=parts.__getitem__)
-            names.append(name)
-            rows.append(parts[name])
-        else:
-            names += list(parts)
-            rows += list(parts.values())
-    demand = np.tile(np.array(rows)[:, None], (1, len(sc.groups)))
-    if sc.strategy.overlap:
-        think = np.array([max(_alone_cycle(sc, g) - float(sum(rows)), 0.0) for g in sc.groups])
+    # per part (downlink, uplink, update): the shards work in parallel (a worker's tensors go
+    # to all of them at once), so the part is one station at the busiest shard's demand
+    parts: dict[str, tuple[str, np.ndarray]] = {}
+    for part in ("downlink", "uplink", "update"):
+        best: tuple[str, np.ndarray] | None = None
+        for k, shard in enumerate(sc.shards):
+            remote = np.array([1.0 - _hosts(shard, g) / g.count for g in sc.groups])
+            if part == "update":
+                d = np.full(len(sc.groups), shard_bytes[k] * shard.update_s_per_byte)
+            else:
+                rate = shard.down if part == "downlink" else shard.up
+                d = shard_bytes[k] * remote / rate
+            if best is None or float(d.max()) > float(best[1].max()):
+                best = (f"{shard.name} {part}", d)
+        assert best is not None
+        parts[part] = best
+    if sc.strategy.overlap:  # push, update and pull pipelined: one station, the largest
+        name, d = max(parts.values(), key=lambda item: float(item[1].max()))
+        names, rows = [name], [np.max(np.array([v for _n, v in parts.values()]), axis=0)]
     else:
-        sum_down = sum(r for name, r in zip(names, rows) if name.endswith("downlink"))
-        sum_up = sum(r for name, r in zip(names, rows) if name.endswith("uplink"))
+        names = [n for n, _v in parts.values()]
+        rows = [v for _n, v in parts.values()]
+    demand = np.array(rows)
+    if sc.strategy.overlap:
+        think = np.array([max(_alone_cycle(sc, g) - float(demand[:, c].sum()), 0.0)
+                          for c, g in enumerate(sc.groups)])
+    else:
         think = np.array([
             g.compute_s + 2 * alpha
-            + max(0.0, total / g.up - sum_down) + max(0.0, total / g.down - sum_up)
-            for g in sc.groups
+            + max(0.0, total / g.up - float(rows[0][c]))
+            + max(0.0, total / g.down - float(rows[1][c]))
+            for c, g in enumerate(sc.groups)
         ])
     population = np.array([g.count for g in sc.groups], dtype=float)
     return think, demand, population, names
 
 
 def _ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
-    """ASP: each worker class at the rate the closed queueing network gives it (no wait)."""
+    """ASP: each worker class at the rate the closed queueing network gives it (no wait).
+
+    Identical workers are what the network does not see. Sharing the PS links fairly, they
+    keep whatever phase offsets they have (a worker that starts its transfers δ later also
+    ends them δ later), so the offsets are neutral and noise makes them wander. In lockstep
+    every transfer runs at once and the links idle during the gap Z in which all workers
+    compute without a transfer (BSP's schedule); offset, the others' transfers fill it. With
+    each worker's offset from the first uniform over the gap, the gap left unfilled is
+    Z − E[range of the offsets] = Z / N, so the period is the network's plus 1/N of the
+    way to lockstep's (N = 2: the midpoint; many workers: the network's).
+    """
     think, demand, population, _names = _ps_queueing(sc)
     throughput, _ = mva(think, demand, population)
     periods = population / throughput
+    if len(sc.groups) == 1 and sc.groups[0].count > 1:
+        periods = periods + (_ps_bsp(sc)[1] - periods) / sc.groups[0].count
     times = [GroupTime(float(p), g.compute_s, max(float(p) - g.compute_s, 0.0), 0.0)
              for g, p in zip(sc.groups, periods)]
     mean_period = float((periods * population).sum() / population.sum())
@@ -383,22 +453,26 @@ def async_resources(sc: Scenario, periods: list[float], mean_period: float
                     ) -> list[ResourceUse]:
     """Every station's utilization when each worker of group c runs at period ``periods[c]``:
     the shards' downlinks, uplinks and update processors (each gradient is an update) and
-    one worker's uplink and downlink per group (busy seconds per mean period)."""
+    one worker's uplink and downlink per group (busy seconds per mean period). A colocated
+    shard's links are its host's NIC (in :func:`colocated_view` at the shard's share of it,
+    so its utilization is the NIC's); the host worker gets no entry of its own."""
     shard_bytes = sc.placement.sum(axis=0)
-    total = float(sc.tensor_bytes.sum())
     busy: list[tuple[str, float]] = []
     for k, shard in enumerate(sc.shards):
-        crossing = sum((g.count - (1 if shard.host is not None
-                                   and g.first <= shard.host < g.first + g.count else 0)) / p
-                       for g, p in zip(sc.groups, periods))
+        crossing = sum((g.count - _hosts(shard, g)) / p for g, p in zip(sc.groups, periods))
         arriving = sum(g.count / p for g, p in zip(sc.groups, periods))
         busy += [(f"{shard.name} downlink", crossing * shard_bytes[k] / shard.down),
                  (f"{shard.name} uplink", crossing * shard_bytes[k] / shard.up),
                  (f"{shard.name} update",
                   arriving * shard_bytes[k] * shard.update_s_per_byte)]
-    for g, p in zip(sc.groups, periods):
-        busy += [(f"{g.worker_name()} uplink", total / (g.up * p)),
-                 (f"{g.worker_name()} downlink", total / (g.down * p))]
+    for g, p in zip(sc.groups, periods):  # named as BSP names them
+        if any(_hosts(shard, g) == g.count for shard in sc.shards):
+            continue
+        nic, intra = ps_server_bytes(sc, g)
+        busy += [(g.nic_name("uplink"), nic / (g.nic_up * p)),
+                 (g.nic_name("downlink"), nic / (g.nic_down * p))]
+        if g.intra is not None:
+            busy.append((g.intra_name(), intra / (g.intra * p)))
     return [ResourceUse(name, u * mean_period, u) for name, u in busy]
 
 
@@ -410,18 +484,18 @@ def _ps_ssp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     """SSP(s ≥ 1) in steady state, by the read rule of :mod:`ddlperf.strategy`.
 
     Where ASP would run some workers faster than the slowest, they gain on it until they are
-    s iterations ahead and the bound holds them from then on: their reads of a tensor are
-    released by the slowest worker's update of it, the moment the slowest one reads it too.
-    So every read coincides as under BSP and the steady state is BSP's schedule (with each
-    gradient applied on arrival; the bound s sets only how long the catch-up takes). Where
-    ASP gives every worker the same rate (a saturated shared link paces them all), nobody
-    is held and SSP is ASP — never slower than BSP, whose schedule SSP could follow.
+    s iterations ahead, and from then on the bound releases their reads of a tensor with the
+    slowest worker's update of it — the moment the slowest one reads it too. Every read
+    coincides as under BSP, so the steady state is BSP's schedule (each gradient applied on
+    arrival; s sets only how long the catch-up takes — a run shorter than that shows ASP's
+    rates). Identical workers keep one rate and nobody is held: SSP is ASP there, never
+    slower than BSP, whose schedule SSP could follow.
     """
     times, period, resources = _ps_async(sc)
     periods = [t.iteration_s for t in times]
-    bound_binds = max(periods) > min(periods) * (1 + ASP_RATES_AGREE)
-    if bound_binds or period >= _ps_bsp(sc)[1]:
-        return _ps_bsp(sc)
+    bsp = _ps_bsp(sc)
+    if max(periods) > min(periods) * (1 + ASP_RATES_AGREE) or period >= bsp[1]:
+        return bsp
     return times, period, resources
 
 
@@ -628,6 +702,8 @@ def predict_analytic(sc: Scenario) -> Prediction:
     """Coarse-grained prediction of a resolved scenario."""
     strategy = sc.strategy
     notes: list[str] = []
+    if strategy.arch == "ps":
+        sc = colocated_view(sc)
     if strategy.arch == "allreduce":
         times, period, resources = _allreduce(sc)
     elif strategy.effective_sync == "bsp":

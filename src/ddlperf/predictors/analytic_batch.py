@@ -352,14 +352,14 @@ def _async(
     total = float(sc.tensor_bytes.sum())
     shard_bytes = sc.placement.sum(axis=0)
     n_shards = len(sc.shards)
-    # parts[k, i]: shard k's downlink, uplink, update demand (dedicated: no local traffic)
-    parts = [[shard_bytes[k] * 1.0 / p.sdown, shard_bytes[k] * 1.0 / p.sup,
-              shard_bytes[k] * p.supd] for k in range(n_shards)]
+    # parts[k, i]: shard k's downlink, uplink, update demand (dedicated: no local traffic);
+    # the shards work in parallel: per part the busiest shard's demand is the station
+    parts = np.array([[shard_bytes[k] * 1.0 / p.sdown, shard_bytes[k] * 1.0 / p.sup,
+                       shard_bytes[k] * p.supd] for k in range(n_shards)])  # (K, 3, B)
+    per_part = parts.max(axis=0)  # (3, B)
     if sc.strategy.overlap:
-        stacked = np.array(parts)  # (K, 3, B)
-        kind = np.argmax(stacked, axis=1)  # first largest, like max(dict, key=…)
-        demand = np.take_along_axis(stacked, kind[:, None, :], axis=1)[:, 0, :]
-        rows_sum = demand.sum(axis=0)
+        demand = per_part.max(axis=0)[None, :]  # one station, the largest
+        rows_sum = demand[0]
         # one worker alone: the same for every N, so once per distinct set of numbers
         numbers = np.array([p.gup, p.gdown, p.sup, p.sdown, p.supd, p.alpha])
         distinct, inverse = np.unique(numbers, axis=1, return_inverse=True)
@@ -367,14 +367,14 @@ def _async(
         alone = _bsp_period(sc, lay, solo)[inverse.reshape(-1)]
         think = np.maximum(alone - rows_sum, 0.0)
     else:
-        demand = np.array([r for k in range(n_shards) for r in parts[k]])  # (3K, B)
-        kind = None
-        sum_down = np.sum([parts[k][0] for k in range(n_shards)], axis=0)
-        sum_up = np.sum([parts[k][1] for k in range(n_shards)], axis=0)
-        think = (g.compute_s + 2 * alpha + np.maximum(0.0, total / p.gup - sum_down)
-                 + np.maximum(0.0, total / p.gdown - sum_up))
+        demand = per_part
+        think = (g.compute_s + 2 * alpha + np.maximum(0.0, total / p.gup - per_part[0])
+                 + np.maximum(0.0, total / p.gdown - per_part[1]))
     throughput = mva_one_class(think, demand, p.n)
     periods = p.n / throughput
+    # identical workers: 1/N of the way from the network's period to lockstep's (BSP's)
+    bsp = _bsp_period(sc, lay, p) if bsp_period is None else bsp_period
+    periods = np.where(p.n > 1, periods + (bsp - periods) / p.n, periods)
     capped = np.zeros(points, dtype=bool)
     if bsp_period is not None:  # ``analytic._ps_ssp``: one group is never held → BSP's cap
         capped = periods >= bsp_period

@@ -23,7 +23,7 @@ CSV_COLUMNS = [
     "error_pct", "measured_p5_s", "measured_p50_s", "measured_p95_s", "predicted_p5_s",
     "predicted_p95_s", "predicted_throughput", "measured_throughput", "throughput_error_pct",
     "bottleneck_predicted", "bottleneck_measured", "rates", "probe_max_deviation_pct",
-    "wire_ok", "note",
+    "wire_ok", "worst_worker", "worst_worker_error_pct", "worker_errors_pct", "note",
 ]
 
 
@@ -67,8 +67,19 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "rates": r.get("inputs", {}).get("rates"),
                 "probe_max_deviation_pct": m.get("probe_max_deviation_pct"),
                 "wire_ok": m.get("wire_ok"),
+                **_worker_columns(p.get("worker_error_pct") or {}),
             })
     return out
+
+
+def _worker_columns(errors: dict[str, float]) -> dict[str, Any]:
+    """The worst worker, its error and every worker's (``w0:+1.2;w1:-3.4``), in percent."""
+    finite = {n: e for n, e in errors.items() if e is not None and math.isfinite(e)}
+    if not finite:
+        return {}
+    name = max(finite, key=lambda n: abs(finite[n]))
+    return {"worst_worker": name, "worst_worker_error_pct": finite[name],
+            "worker_errors_pct": ";".join(f"{n}:{e:+.1f}" for n, e in finite.items())}
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:
@@ -96,9 +107,13 @@ def setup_text(setup: dict[str, Any]) -> str:
             setup.get("sharding") or "", "")
         arch = f"PS×{setup.get('ps')} {sync}" + (f" {sharding}" if setup.get("ps", 0) > 1
                                                   else "")
+    if setup.get("placement") == "colocated":
+        arch += " colocated"
     parts = [arch, f"{setup.get('workers')}w"]
     if setup.get("bandwidth_bps"):
         parts.append(format_bandwidth(float(setup["bandwidth_bps"])))
+    if setup.get("ps_bandwidth_bps"):
+        parts.append(f"PS {format_bandwidth(float(setup['ps_bandwidth_bps']))}")
     if setup.get("parameter_bytes"):
         parts.append(format_size(float(setup["parameter_bytes"]), 3))
     parts.append(str(setup.get("compute", "?")))
@@ -130,7 +145,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             continue
         lines.append(f"{method}: MAPE {s['mape_pct']:.1f}% over {s['scenarios']} scenarios, "
                      f"worst {s['worst_error_pct']:+.1f}% ({s['worst_scenario']}), "
-                     f"{s['within_10pct']}/{s['scenarios']} within ±{TARGET_WORST_PCT:g}%")
+                     f"{s['within_10pct']}/{s['scenarios']} within ±{TARGET_WORST_PCT:g}%"
+                     + (f"; worst worker {s['worst_worker_error_pct']:+.1f}% "
+                        f"({s['worst_worker']})" if s.get("worst_worker") else ""))
     if summary.get("failed"):
         lines.append(f"failed: {', '.join(summary['failed'])}")
     return lines
@@ -315,14 +332,17 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
                  + ".")
     if command:
         lines += ["", "Regenerate (root needed):", "", "```bash", command, "```"]
-    lines += ["", "## Summary", "", "| method | scenarios | MAPE | worst error | within ±10% |",
-              "| --- | ---: | ---: | --- | ---: |"]
+    lines += ["", "## Summary", "",
+              "| method | scenarios | MAPE | worst error | within ±10% | worst worker |",
+              "| --- | ---: | ---: | --- | ---: | --- |"]
     for method in METHODS:
         s = summary.get(method)
         if s:
+            hardest = (f"{s['worst_worker_error_pct']:+.1f}% ({s['worst_worker']})"
+                       if s.get("worst_worker") else "-")
             lines.append(f"| {method} | {s['scenarios']} | {s['mape_pct']:.1f}% | "
                          f"{s['worst_error_pct']:+.1f}% ({s['worst_scenario']}) | "
-                         f"{s['within_10pct']}/{s['scenarios']} |")
+                         f"{s['within_10pct']}/{s['scenarios']} | {hardest} |")
     if summary.get("failed"):
         lines += ["", f"Failed runs (not in the summary): {', '.join(summary['failed'])}."]
     lines += ["", f"![predicted vs measured iteration time]({png})", "",
@@ -348,6 +368,7 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
             f"{_secs(s.get('iteration_time_s'))} ({_err(s.get('error_pct'))}) | "
             f"{m.get('bottleneck')} / {a.get('bottleneck', '-')} / {s.get('bottleneck', '-')} | "
             f"{'-' if dev is None else f'{dev:.1f}%'} |")
+    lines += _per_worker_table(rows)
     notes = [(i, r) for i, r in enumerate(rows, 1) if r.get("note")]
     if notes:
         lines += ["", "What each scenario checks:", ""]
@@ -359,6 +380,25 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
         lines += ["", "## What the errors show", "", findings.strip()]
     lines += ["", METHOD_TEXT]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _per_worker_table(rows: list[dict[str, Any]]) -> list[str]:
+    """ASP and SSP: every worker has its own period, so each worker's error is listed."""
+    out = []
+    for i, r in enumerate(rows, 1):
+        if r.get("status") != "ok" or r.get("setup", {}).get("sync") not in ("asp", "ssp"):
+            continue
+        m, p = r["measured"], r["predicted"]
+        for worker, period in (m.get("per_worker") or {}).items():
+            errs = [_err((p.get(method, {}).get("worker_error_pct") or {}).get(worker))
+                    for method in METHODS]
+            out.append(f"| {i} | {r['name']} | {worker} | {_secs(period)} | "
+                       + " | ".join(errs) + " |")
+    if not out:
+        return []
+    return ["", "Per worker (ASP and SSP: each worker has its own period):", "",
+            "| # | scenario | worker | measured | analytic | simulate |",
+            "| ---: | --- | --- | ---: | ---: | ---: |", *out]
 
 
 def _inputs_text(rows: list[dict[str, Any]]) -> list[str]:

@@ -20,6 +20,18 @@ def _per_worker(p: Prediction) -> dict[str, float]:
     return {w.name: float(w.iteration_time_s) for w in p.workers}
 
 
+def worker_errors(predicted: dict[str, float], measured: dict[str, float]) -> dict[str, float]:
+    """Per worker: the signed error of its predicted iteration time (ASP and SSP workers each
+    have their own, and the scenario's mean can hide +12% next to −4%)."""
+    return {name: error_pct(predicted[name], measured[name])
+            for name in measured if name in predicted}
+
+
+def worst_worker(errors: dict[str, float]) -> tuple[str, float] | None:
+    finite = [(n, e) for n, e in errors.items() if math.isfinite(e)]
+    return max(finite, key=lambda item: abs(item[1])) if finite else None
+
+
 def probe_deviation(measurement: Prediction) -> float | None:
     """Largest |probed / expected − 1| over all links (expected = configured × goodput)."""
     probe = measurement.inputs.get("measure", {}).get("probe") or {}
@@ -69,12 +81,15 @@ def compare(plan_info: dict[str, Any], measurement: Prediction,
             "error_pct": error_pct(p.iteration_time_s, measurement.iteration_time_s),
             "throughput_error_pct": error_pct(p.throughput_samples_per_s,
                                               measurement.throughput_samples_per_s),
+            "worker_error_pct": worker_errors(_per_worker(p), _per_worker(measurement)),
         }
     return row
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per method: scenarios compared, MAPE (%), worst |error| (%) and where, within 10%."""
+    """Per method: scenarios compared, MAPE (%), worst |error| (%) and where, within 10%, and
+    the worst single worker's error (``worst_worker_error_pct``, ``worst_worker``: scenario
+    and worker)."""
     out: dict[str, Any] = {}
     ok = [r for r in rows if r.get("status") == "ok"]
     for method in METHODS:
@@ -91,6 +106,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "worst_error_pct": worst[1], "worst_scenario": worst[0],
             "within_10pct": within, "mean_error_pct": sum(e for _n, e in errors) / len(errors),
         }
+        workers = [(f"{r['name']} {w}", e) for r in ok if method in r.get("predicted", {})
+                   for w, e in (r["predicted"][method].get("worker_error_pct") or {}).items()]
+        hardest = worst_worker(dict(workers))
+        if hardest is not None:
+            out[method]["worst_worker"], out[method]["worst_worker_error_pct"] = hardest
     failed = [r["name"] for r in rows if r.get("status") != "ok"]
     if failed:
         out["failed"] = failed

@@ -70,6 +70,8 @@ class Plan:
             "overlap": s.overlap, "workers": c.worker_count,
             "ps": c.ps.count, "placement": c.ps.placement if c.ps.count else None,
             "compute": self.compute, "bandwidth_bps": c.bandwidth,
+            "ps_bandwidth_bps": (c.ps_up() if c.ps.count and c.ps.placement == "dedicated"
+                                 and c.ps_up() != c.bandwidth else None),
             "model": self.model or self.workload.name,
             "parameter_bytes": float(self.workload.parameter_bytes),
             "batch_size": self.workload.batch_size, "speeds": speeds,

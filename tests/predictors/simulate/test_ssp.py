@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddlperf.api import predict
-from ddlperf.predictors.simulate.ssp import StalenessGate, steady_warmup
+from ddlperf.predictors.simulate.ssp import StalenessGate, UnitRun, in_steady_state, steady_warmup
 from tests.conftest import make_workload
 
 # 8 × 1 MB, 10 ms forward + 20 ms backward per layer: the dev matrix's uniform model.
@@ -62,11 +62,21 @@ def test_ssp_is_reported_in_steady_state_whatever_the_run_length():
     assert any("warm-up extended" in note for note in short.notes)
 
 
-def test_steady_warmup_grows_until_the_periods_agree_or_gives_up():
+def test_steady_warmup_grows_until_the_faster_workers_are_held_or_gives_up():
     # A faster worker (period 0.5) gains on the slowest (1.0) until it is s = 2 ahead: its
-    # measured period equals the slowest's once the warm-up covers 2·0.5/0.5 = 2 iterations.
-    def catching_up(warm: int) -> list[float]:
-        return [1.0, 1.0 if warm >= 5 else 0.5]
+    # period equals the slowest's, and it is held, once the warm-up covers 2·0.5/0.5 = 2.
+    def catching_up(warm: int) -> list[UnitRun]:
+        return [UnitRun(1.0, False, "slow"),
+                UnitRun(1.0, True, "fast") if warm >= 5 else UnitRun(0.5, False, "fast")]
 
-    assert steady_warmup(catching_up, 2, 2, limit=100) == (7, 0.0)
-    assert steady_warmup(lambda _w: [1.0, 0.5], 2, 2, limit=100) == (100, pytest.approx(0.5))
+    assert steady_warmup(catching_up, 2, 2, limit=100) == (7, True, 0.0)
+    never = steady_warmup(lambda _w: [UnitRun(1.0, False, "a"), UnitRun(0.5, False, "b")],
+                          2, 2, limit=100)
+    assert never == (100, False, pytest.approx(0.5))
+
+
+def test_periods_that_agree_during_a_slow_catch_up_are_not_the_steady_state():
+    slow_gain = [UnitRun(1.0, False, "slow"), UnitRun(0.998, False, "fast")]
+    assert not in_steady_state(slow_gain)
+    assert in_steady_state([UnitRun(1.0, False, "w"), UnitRun(0.999, False, "w")])  # identical
+    assert in_steady_state([UnitRun(1.0, False, "slow"), UnitRun(1.0, True, "fast")])

@@ -21,7 +21,7 @@ from ddlperf.io import check_writable
 from ddlperf.prediction import Prediction
 from ddlperf.predictors.simulate.results import assemble_simulated
 from ddlperf.predictors.simulate.run import RunResult, simulate_once
-from ddlperf.predictors.simulate.ssp import PERIODS_AGREE, steady_warmup, warmup_limit
+from ddlperf.predictors.simulate.ssp import UnitRun, steady_warmup, warmup_limit
 from ddlperf.predictors.simulate.trace import write_trace
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import make_units
@@ -124,18 +124,21 @@ def _ssp_steady_warmup(
     sc: Scenario, units: list, warmup: int, iterations: int, cv: float | None, seed: int,
     noisy: bool, ring_steps: str,
 ) -> tuple[int, str | None]:
-    """SSP is reported in steady state (every worker at the slowest's rate): the warm-up is
-    extended until the workers' periods agree (:func:`.ssp.steady_warmup`)."""
-    def periods(warm: int) -> list[float]:
-        run = simulate_once(sc, units, warm, iterations, cv, seed, 0, noisy, None, ring_steps)
-        return [float(m.period.mean()) for m in run.measures]
+    """SSP is reported in steady state (every worker at the slowest's rate, the faster ones
+    held by the bound): the warm-up is extended until it is (:func:`.ssp.steady_warmup`)."""
+    def run(warm: int) -> list[UnitRun]:
+        result = simulate_once(sc, units, warm, iterations, cv, seed, 0, noisy, None,
+                               ring_steps)
+        return [UnitRun(float(m.period.mean()), bool(m.wait.max(initial=0.0) > 0),
+                        id(u.group))
+                for u, m in zip(result.units, result.measures)]
 
-    warm, gap = steady_warmup(periods, warmup, sc.strategy.staleness or 0,
-                              warmup_limit(warmup, iterations))
-    if gap > PERIODS_AGREE:
+    warm, steady, gap = steady_warmup(run, warmup, sc.strategy.staleness or 0,
+                                      warmup_limit(warmup, iterations))
+    if not steady:
         return warm, (f"simulate: SSP not in steady state after {warm} warm-up iterations "
-                      f"(the workers' periods still differ by {100 * gap:.1f}%; more "
-                      "--iterations allow a longer warm-up)")
+                      f"(the workers' periods differ by {100 * gap:.1f}% and a faster one is "
+                      "not yet held by the bound; more --iterations allow a longer warm-up)")
     if warm > warmup:
         return warm, (f"simulate: SSP steady state: warm-up extended from {warmup} to {warm} "
                       "iterations, until every worker runs at the slowest's rate")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 Release = Callable[[Hashable, int, int], None]  # (key, unit, version)
 Hold = Callable[[int, int, float], None]  # (unit, version, seconds held so far at one shard)
@@ -82,25 +83,43 @@ def spread(periods: list[float]) -> float:
     return 1.0 - min(periods) / slowest if slowest > 0 else 0.0
 
 
-def steady_warmup(run: Callable[[int], list[float]], warmup: int, staleness: int,
-                  limit: int) -> tuple[int, float]:
-    """The warm-up (iterations) after which an SSP run is in steady state, and the spread of
-    the workers' periods there.
+@dataclass(frozen=True)
+class UnitRun:
+    """One worker's figures over a run's measured window."""
 
-    In steady state every worker runs at the slowest one's rate: a faster worker gains on it
-    until it is ``staleness`` iterations ahead, and is held by the bound from then on. From
-    the periods of a run (``run(warmup)`` → each worker's mean period) the iterations a faster
-    worker still needs to get there are s · p / (P − p) of the slowest's (p its period, P the
-    slowest's); the warm-up grows by that until the periods agree within 0.5% (or ``limit``
-    is reached: the caller says the run is too short).
+    period: float  # mean step period, s
+    held: bool  # the staleness bound held it in the window
+    group: object  # workers of one group are identical
+
+
+def in_steady_state(units: list[UnitRun]) -> bool:
+    """Every worker at one rate, and held by the bound unless it is one of the slowest
+    (identical) workers: periods that merely agree during the catch-up — a faster worker
+    that gains only slowly — are not the steady state yet."""
+    if spread([u.period for u in units]) > PERIODS_AGREE:
+        return False
+    return len({u.group for u in units if not u.held}) <= 1
+
+
+def steady_warmup(run: Callable[[int], list[UnitRun]], warmup: int, staleness: int,
+                  limit: int) -> tuple[int, bool, float]:
+    """The warm-up (iterations) after which an SSP run is in steady state, whether it got
+    there within ``limit``, and the spread of the workers' periods.
+
+    A faster worker gains on the slowest until it is ``staleness`` iterations ahead and is
+    held by the bound from then on. From a run's periods (``run(warmup)``) the iterations it
+    still needs are s · p / (P − p) of the slowest's (p its period, P the slowest's); the
+    warm-up grows by that until :func:`in_steady_state` (or ``limit``: the caller says the
+    run is too short).
     """
     current = warmup
     while True:  # each step adds ≥ s + 1 iterations, so this ends at ``limit``
-        periods = run(current)
-        gap = spread(periods)
-        if gap <= PERIODS_AGREE or current >= limit:
-            return current, gap
+        units = run(current)
+        periods = [u.period for u in units]
+        if in_steady_state(units) or current >= limit:
+            return current, in_steady_state(units), spread(periods)
         slowest = max(periods)
-        need = max(staleness * p / (slowest - p) for p in periods
-                   if p < slowest * (1 - PERIODS_AGREE))
+        gaining = [u for u in units if not u.held and u.period < slowest] or units
+        need = max(staleness * u.period / max(slowest - u.period, 1e-4 * slowest)
+                   for u in gaining)
         current = min(limit, current + staleness + 1 + math.ceil(need))
