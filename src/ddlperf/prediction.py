@@ -90,15 +90,19 @@ class ResourceUse:
 TIE_SHARE = 0.01  # resources within 1% of the busiest one's utilization are equally busy
 
 
-def _canonical(name: str) -> tuple[int, int, int, str]:
-    """Order among equally busy resources: PS shards before workers, by index, and the push
-    path first (a shard's downlink, uplink, update; a worker's uplink, downlink)."""
-    match = re.fullmatch(r"(ps|w)(\d+) (downlink|uplink|update)", name)
-    if not match:
-        return (2, 0, 0, name)
-    kind, index, part = match.groups()
-    rank = (("downlink", "uplink", "update") if kind == "ps" else ("uplink", "downlink"))
-    return (0 if kind == "ps" else 1, int(index), rank.index(part), name)
+def _canonical(name: str) -> tuple[int, tuple[tuple[str, int], ...], int, str]:
+    """Order among equally busy resources: PS shards, then rack links (shared by many hosts),
+    then worker hosts; hosts in natural order, and the push path first (a shard's downlink,
+    uplink, update; a worker host's or server NIC's uplink, downlink). ``ring (…)`` is
+    ordered by the link it names."""
+    inner = name[6:-1] if name.startswith("ring (") and name.endswith(")") else name
+    words = inner.split()
+    part = words[-1] if words else ""
+    shard = re.fullmatch(r"ps\d+", words[0]) is not None if words else False
+    rank = (("downlink", "uplink", "update") if shard else ("uplink", "downlink", "intra"))
+    host = tuple((re.sub(r"\d+", "", w), int(re.sub(r"\D", "", w) or -1)) for w in words[:-1])
+    kind = 0 if shard else 1 if words and words[0].startswith("rack") else 2
+    return (kind, host, rank.index(part) if part in rank else len(rank), name)
 
 
 def busiest(resources: list[ResourceUse]) -> ResourceUse:

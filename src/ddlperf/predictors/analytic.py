@@ -64,21 +64,26 @@ def colocated_view(sc: Scenario) -> Scenario:
     moves per iteration, so each role's transfers take as long as the NIC needs for both
     (it is busy for the sum). The host worker becomes a group of its own; the models send its
     whole model through its link, so its rate is scaled to move the remote part in its share
-    (a host whose worker has no remote shard sends nothing: no link time). One-GPU hosts of
-    a ``workers:`` cluster only (servers: their own model).
+    (a host whose worker has no remote shard sends nothing: no link time). One-GPU hosts
+    only (multi-GPU servers: their own model).
     """
     hosted = {s.host: s for s in sc.shards if s.host is not None}
-    if not hosted or any(g.kind != "workers" for g in sc.groups):
+    if not hosted or any(g.gpus != 1 for g in sc.groups):
         return sc
     shard_bytes = sc.placement.sum(axis=0)
     total = float(sc.tensor_bytes.sum())
     n = sc.worker_count
     shards, groups = list(sc.shards), []
+
+    def part(group: GroupPlan, first: int, count: int, **rates: float) -> GroupPlan:
+        return replace(group, first=first, count=count,
+                       first_server=group.first_server + first - group.first, **rates)
+
     for group in sc.groups:
         first, end = group.first, group.first + group.count
         for host in sorted(h for h in hosted if first <= h < end):
             if host > first:
-                groups.append(replace(group, first=first, count=host - first))
+                groups.append(part(group, first, host - first))
             shard = hosted[host]
             serving = (n - 1) * float(shard_bytes[shard.index])  # each way, other workers
             own = total - float(shard_bytes[shard.index])  # its worker, other shards
@@ -86,11 +91,10 @@ def colocated_view(sc: Scenario) -> Scenario:
                 shards[shard.index] = replace(shard, up=shard.up * serving / (serving + own),
                                               down=shard.down * serving / (serving + own))
             scale = total / (serving + own) if own > 0 else math.inf
-            groups.append(replace(group, first=host, count=1, up=group.up * scale,
-                                  down=group.down * scale))
+            groups.append(part(group, host, 1, up=group.up * scale, down=group.down * scale))
             first = host + 1
         if first < end:
-            groups.append(replace(group, first=first, count=end - first))
+            groups.append(part(group, first, end - first))
     return replace(sc, groups=tuple(groups), shards=tuple(shards))
 
 
