@@ -34,6 +34,7 @@ from ddlperf.predictors.server_links import (
     ps_link_busy,
     ps_server_bytes,
 )
+from ddlperf.predictors.shared_link import shared_link_finish
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
 from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
 
@@ -291,10 +292,11 @@ def _shards_general(
 ) -> np.ndarray:
     """Shard by shard, for mixed worker groups.
 
-    TCP shares a shard's downlink between its senders, so each group's gradient stream is a
-    FIFO on its share of the link (count / senders); a tensor is complete at the shard when
-    the last group delivered it. Merging all streams into one FIFO instead would make a
-    straggler's first gradient wait behind the fast workers' last ones.
+    TCP shares a shard's downlink between its senders: each group's gradient stream is a
+    FIFO, and the streams share the link max-min fairly while they are active
+    (:mod:`ddlperf.predictors.shared_link`); a tensor is complete at the shard when the last
+    group delivered it. Merging all streams into one FIFO instead would make a straggler's
+    first gradient wait behind the fast workers' last ones.
     """
     updates = np.full(len(sc.tensor_bytes), -np.inf)
     for k, shard in enumerate(sc.shards):
@@ -308,11 +310,11 @@ def _shards_general(
                                        else 0)
             for group in sc.groups
         ]
-        per_byte = sum(counts) / shard.down
+        caps = [ps_endpoint_rates(sc, group)[0] for group in sc.groups]
         done = np.full(len(rows), -np.inf)
-        for ready, count in zip(readies, counts):
-            if count:
-                done = np.maximum(done, serial_finish(ready[rows], part * per_byte))
+        for finish in shared_link_finish([ready[rows] for ready in readies], part,
+                                         [float(c) for c in counts], caps, shard.down):
+            done = np.maximum(done, finish)
         arrived = np.maximum(done, sent[rows]) + sc.latency_s
         # Update: the shard applies a tensor once all N gradients of it arrived (FIFO).
         by_time = np.argsort(arrived, kind="stable")

@@ -1,0 +1,62 @@
+"""One link shared by several FIFO streams, as TCP shares it: a fluid max-min fair server.
+
+Each stream is ``count`` identical flows (one per worker of a group) sending their items in
+order, an item once it is ready; every active flow gets an equal share of the link, at most
+its own ``cap`` (the sender's link), and what a capped flow leaves goes to the others. A
+stream whose items are done leaves the link to the rest — which a fixed share per stream
+(count / all senders) does not: a straggler's gradients would cross at that share even after
+the fast workers' pushes are over.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def fair_rates(weights: list[float], caps: list[float], capacity: float) -> list[float]:
+    """Per-flow rate of each active stream (``weights`` flows each): water-filling."""
+    rates = [0.0] * len(weights)
+    order = sorted(range(len(weights)), key=lambda i: caps[i])
+    left, flows = capacity, sum(weights)
+    for i in order:
+        share = left / flows if flows > 0 else 0.0
+        rates[i] = min(caps[i], share)
+        left -= rates[i] * weights[i]
+        flows -= weights[i]
+    return rates
+
+
+def shared_link_finish(ready: list[np.ndarray], work: np.ndarray, counts: list[float],
+                       caps: list[float], capacity: float) -> list[np.ndarray]:
+    """Finish time of every item of every stream (items in the same order for all streams,
+    ``work`` bytes each, ``ready[s][i]`` when stream s may start item i)."""
+    n = len(work)
+    finish = [np.full(n, -np.inf) for _ in ready]
+    streams = [s for s in range(len(ready)) if counts[s] > 0 and n]
+    position = dict.fromkeys(streams, 0)
+    left = {s: float(work[0]) for s in streams}
+    now = min((float(ready[s][0]) for s in streams), default=0.0)
+    while streams:
+        active = [s for s in streams if ready[s][position[s]] <= now]
+        if not active:
+            now = min(float(ready[s][position[s]]) for s in streams)
+            continue
+        rates = fair_rates([counts[s] for s in active], [caps[s] for s in active], capacity)
+        step = min((left[s] / r if r > 0 else math.inf) for s, r in zip(active, rates))
+        waiting = [float(ready[s][position[s]]) for s in streams if s not in active]
+        step = min([step, *(t - now for t in waiting)])
+        now += step
+        for s, r in zip(active, rates):
+            left[s] -= r * step
+            while left[s] <= 1e-9 * max(1.0, float(work[position[s]])):
+                finish[s][position[s]] = now
+                position[s] += 1
+                if position[s] == n:
+                    streams.remove(s)
+                    break
+                left[s] = float(work[position[s]])
+                if ready[s][position[s]] > now:
+                    break
+    return finish
