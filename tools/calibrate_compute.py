@@ -18,7 +18,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "ddlperf" / "data"
-BOUNDS = {"dense": (0.02, 1.0), "winograd": (1.0, 4.0)}
+BOUNDS = {"dense": (0.02, 1.0), "winograd": (1.0, 4.0), "grouped": (0.02, 1.0)}
 ORDER = ("pascal", "kepler", "volta", "ampere", "turing", "hopper")
 
 
@@ -44,16 +44,20 @@ def fit_architecture(name: str, spec: dict[str, Any], rows: list[dict[str, Any]]
     if any(p.startswith("tensor") for p in spec["parameters"]):
         arch["tensor"] = {"dense": 0.5}
     for dotted, source in spec.get("fixed", {}).items():
+        other, _, key = source.partition(":")  # "volta" (same key) or "volta:simt.grouped"
         if "." in dotted:
-            _set(arch, dotted, _get(fitted[source], dotted))
+            _set(arch, dotted, _get(fitted[other], key or dotted))
         else:
-            arch[dotted] = dict(fitted[source][dotted])
+            arch[dotted] = dict(fitted[other][dotted])
     params = spec["parameters"]
+    tied = spec.get("tied", {})  # parameter → the fitted parameter it equals
     mine = [r for r in rows if r["architecture"] == name]
 
     def residuals(x: Any) -> list[float]:
         for dotted, value in zip(params, x):
             _set(arch, dotted, float(value))
+        for dotted, source in tied.items():
+            _set(arch, dotted, _get(arch, source))
         model = Architecture(name=name, simt=arch["simt"], tensor=arch.get("tensor"),
                              tensor_tf32=arch.get("tensor_tf32"))
         return [math.log(zoo.single_device_throughput(r["model"], r["device"], r["batch"],
@@ -62,13 +66,14 @@ def fit_architecture(name: str, spec: dict[str, Any], rows: list[dict[str, Any]]
 
     lower = [BOUNDS[p.split(".")[1]][0] for p in params]
     upper = [BOUNDS[p.split(".")[1]][1] for p in params]
-    start = [0.5 if p.endswith("dense") else 1.2 for p in params]
+    start = [1.2 if p.endswith("winograd") else 0.5 for p in params]
     result = least_squares(residuals, start, bounds=(lower, upper), x_scale="jac")
     for dotted, value in zip(params, result.x):
         _set(arch, dotted, round(float(value), 4))
-    errors = residuals([_get(arch, p) for p in params])
+    errors = residuals([_get(arch, p) for p in params])  # also sets the tied parameters
     arch["fitted"] = {
         "parameters": params,
+        **({"tied": tied} if tied else {}),
         "rows": [f"{r['model']} {r['device']} b{r['batch']} {r['dtype']}: "
                  f"{100 * math.expm1(e):+.1f}%" for r, e in zip(mine, errors)],
         "by": "tools/calibrate_compute.py on data/calibration.json",

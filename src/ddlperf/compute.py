@@ -10,7 +10,8 @@ gradients). One kernel takes
 - ``peak``: the device's peak for the math the kernel runs in (:func:`math_plan`);
 - ``e_class``: the architecture's achievable share of that peak for large kernels (dense
   convolution and GEMM alike); 3×3 stride-1 convolutions in FP32 run Winograd kernels and get
-  the architecture's Winograd gain on top (fewer multiplies than the FLOPs counted);
+  the architecture's Winograd gain on top (fewer multiplies than the FLOPs counted); grouped
+  convolutions (ResNeXt) reach only a share of it (many small GEMMs of a few channels each);
 - ``u``: wave utilisation. A GEMM-like kernel runs ``ceil(out / TILE)`` thread blocks of
   ``TILE`` output elements, one per SM at a time; the last wave is partly empty, and a
   kernel with fewer blocks than SMs leaves SMs idle. Kernels whose output does not grow with
@@ -122,6 +123,7 @@ def rates(device: Device, dtype: str = "fp32", math_mode: str | None = None,
         else:
             path = arch.path(key in device.tensor_dtypes, key)
             eff = path.dense * (path.winograd if cls == "conv3x3" else 1.0)
+            eff *= path.grouped if cls == "conv_grouped" else 1.0
         flops[CLASS_INDEX[cls]] = peak * eff
     bandwidth = device.memory_bandwidth * device.achievable_bandwidth_share
     return DeviceRates(flops=flops, bandwidth=bandwidth, slots=device.sms or 0,

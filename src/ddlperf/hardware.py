@@ -35,6 +35,9 @@ class PathEfficiency(BaseModel):
 
     dense: float = Field(gt=0, le=1)
     winograd: float = Field(default=1.0, ge=1, description="3×3 stride-1 convolution gain")
+    grouped: float = Field(default=1.0, gt=0, le=1, description=(
+        "share of ``dense`` that grouped convolutions reach: cuDNN runs them as many small "
+        "GEMMs of a few channels per group"))
 
 
 class Architecture(BaseModel):
