@@ -11,7 +11,6 @@ from ddlperf import compute
 from ddlperf.api import make_workload, predict
 from ddlperf.errors import InputError
 from ddlperf.hardware import device_from_spec
-from ddlperf.single_gpu_check import check_rows, summary
 from ddlperf.workload import zoo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,20 +93,3 @@ def test_profile_on_one_device_scales_per_class_to_another(tmp_path: Path) -> No
     v100 = zoo.load("resnet50", 32, "V100")
     ratios = direct.forward_array / np.where(v100.forward_array > 0, v100.forward_array, 1)
     assert ratios.max() > 1.5 * ratios.min()  # classes scale differently
-
-
-def test_single_gpu_check_set_errors_stay_where_they_were_measured() -> None:
-    """The published single-GPU rows (check set): this pins the figures reported in
-    docs/compute.md so a change to the model shows up here."""
-    results = check_rows(ROOT / "scenarios" / "published_single_gpu.yaml")
-    assert len(results) == 19
-    s = summary(results)
-    assert s["median_abs_error"] == pytest.approx(0.138, abs=0.01)
-    assert s["max_abs_error"] == pytest.approx(0.477, abs=0.01)
-
-
-def test_check_rows_with_a_missing_field_are_one_input_error(tmp_path: Path) -> None:
-    path = tmp_path / "rows.yaml"
-    path.write_text("rows:\n  - {id: x, model: resnet50, device: V100, batch: 32}\n")
-    with pytest.raises(InputError, match=r"rows\[0\]\.dtype"):
-        check_rows(path)

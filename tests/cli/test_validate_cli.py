@@ -129,6 +129,59 @@ def test_results_are_reported_and_published_without_rerunning(tmp_path: Path) ->
     assert json.loads(as_json.stdout)["summary"]["analytic"]["worst_scenario"] == "b"
 
 
+# ----------------------------------------------------------------------------- --published
+
+PUBLISHED = ROOT / "scenarios" / "published.yaml"
+FEW = "S3 resnet50 x1,S3 resnet50 DDP x2,S2-16 vgg16 CPU-TCP"
+
+
+def test_published_predicts_writes_and_publishes(tmp_path: Path) -> None:
+    out, docs = tmp_path / "out", tmp_path / "docs"
+    docs.mkdir()
+    result = runner.invoke(app, ["validate", "--published", str(PUBLISHED), "--only", FEW,
+                                 "--out", str(out), "--publish", str(docs)],
+                           terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "not expressible" in result.output and "S3 resnet50 DDP x2" in result.output
+    assert sorted(p.name for p in out.iterdir()) == ["results.csv", "results.json",
+                                                     "validation.png"]
+    assert sorted(p.name for p in docs.iterdir()) == ["published.csv", "published.md",
+                                                      "published.png"]
+    data = json.loads((out / "results.json").read_text())
+    assert data["format"] == "ddlperf.published/1"
+    assert sorted(r["name"] for r in data["entries"]) == sorted(FEW.split(","))  # file order
+    assert f"ddlperf validate --published {PUBLISHED}" in (docs / "published.md").read_text()
+    again = runner.invoke(app, ["validate", "--published", str(PUBLISHED), "--only", FEW,
+                                "--out", str(out), "--json"])
+    assert again.exit_code == 0, again.output  # its own earlier results are replaced
+    assert json.loads(again.stdout)["summary"]["not_expressible"] == ["S2-16 vgg16 CPU-TCP"]
+
+
+@pytest.mark.parametrize("text,args,needles", [
+    ("entries:\n  - {name: a, source: X, model: resnet50, device: V100, batch_size: 32, "
+     "published: 300}\n", [], ["p.yaml: entries[0] (a).dtype", "is required"]),
+    (None, ["--matrix", "m.yaml"], ["--matrix", "does not apply to --published"]),
+    (None, ["--only", "nothing"], ["--only", "no entry named 'nothing'"]),
+])
+def test_bad_published_input_is_one_line_and_exit_2(tmp_path: Path, text: str | None,
+                                                    args: list[str], needles: list[str]) -> None:
+    path = PUBLISHED
+    if text is not None:
+        path = tmp_path / "p.yaml"
+        path.write_text("sources: {X: {title: t, where: w, date: d}}\n" + text)
+    out = tmp_path / "out"
+    result = invoke("--published", str(path), "--out", str(out), *args)
+    assert_one_line_error(result, *needles)
+    assert not out.exists()
+
+
+def test_published_does_not_overwrite_an_emulated_validation(tmp_path: Path) -> None:
+    _fake_results(tmp_path / "run")
+    result = invoke("--published", str(PUBLISHED), "--only", "S3 resnet50 x1", "--out",
+                    str(tmp_path / "run"))
+    assert_one_line_error(result, "--out", "holds results of another kind")
+
+
 # ----------------------------------------------------------------------------- root only
 
 

@@ -61,7 +61,8 @@ def _dry_run(plans: list[Any]) -> None:
 @handle_input_errors
 def validate(
     matrix: Annotated[Path | None, typer.Option(help="scenario matrix YAML (defaults: + scenarios:), e.g. scenarios/dev_matrix.yaml")] = None,
-    out: Annotated[Path, typer.Option(help="output directory: per-scenario runs, results.json, results.csv, validation.png")] = Path("validation"),
+    published: Annotated[Path | None, typer.Option(help="instead of runs: predict the published numbers of this file (scenarios/published.yaml) and compare")] = None,
+    out: Annotated[Path | None, typer.Option(help="output directory: per-scenario runs, results.json, results.csv, validation.png (default validation/, with --published validation-published/)")] = None,
     only: Annotated[str | None, typer.Option(help="run only these scenarios, comma-separated names")] = None,
     resume: Annotated[bool, typer.Option(help="continue in --out: skip scenarios already done with unchanged parameters")] = False,
     rates: Annotated[str, typer.Option(help="link rates given to the predictors: configured (rate × goodput) or probed (each link's probe)")] = "configured",
@@ -74,12 +75,20 @@ def validate(
     iteration times (table, CSV, PNG; MAPE and worst error per method).
 
     Needs root (each scenario runs real distributed PyTorch training on an emulated cluster).
+    With --published FILE: no runs; predict every published number of the file and compare
+    (throughput; single-GPU, cluster and winner checks).
     """
     from ddlperf import validate as api
     from ddlperf.io import check_writable
     from ddlperf.report.validation_report import publish as publish_docs
     from ddlperf.report.validation_report import render
 
+    if published is not None:
+        _published(published, out, only, publish, json_output,
+                   {"--matrix": matrix is not None, "--resume": resume, "--dry-run": dry_run,
+                    "--results": results is not None, "--rates": rates != "configured"})
+        return
+    out = out or Path("validation")
     if results is not None:
         if only or resume or dry_run:
             raise InputError("--results", "reports an earlier run; it takes no --only, "
@@ -120,6 +129,65 @@ def validate(
             typer.echo(f"published: {publish / 'validation.md'} (+ .csv, .png)")
     if run.summary.get("failed"):
         raise typer.Exit(1)
+
+
+def _published(path: Path, out: Path | None, only: str | None, publish: Path | None,
+               json_output: bool, conflicts: dict[str, bool]) -> None:
+    """``--published``: predict every entry of the file (no run) and compare."""
+    from ddlperf.io import check_writable
+    from ddlperf.report.published_report import publish as publish_docs
+    from ddlperf.report.published_report import render
+    from ddlperf.validate.published import (
+        plan_published,
+        prepare_published_out,
+        run_published,
+        write_published,
+    )
+    from ddlperf.validate.results import clean_json
+
+    for flag, given in conflicts.items():
+        if given:
+            raise InputError(flag, "does not apply to --published (it predicts, runs nothing)",
+                             f"drop {flag}")
+    plan = plan_published(path, _names(only))  # a bad file or --only: nothing written
+    if publish is not None:
+        check_writable(publish / "published.md", "--publish")
+    out = out or Path("validation-published")
+    prepare_published_out(out)
+    run = _with_progress(lambda progress: run_published(plan, progress))
+    write_published(run, out)
+    if publish is not None:
+        publish_docs(run.rows, run.comparisons, run.summary, run.meta, publish,
+                     command=f"ddlperf validate --published {path} --publish {publish}")
+    if json_output:
+        print_json(clean_json(run.to_dict()))
+        return
+    render(run.rows, run.summary, console)
+    typer.echo(f"results: {out / 'results.json'}, {out / 'results.csv'}, "
+               f"{out / 'validation.png'}")
+    if publish is not None:
+        typer.echo(f"published: {publish / 'published.md'} (+ .csv, .png)")
+
+
+def _with_progress(work: Any) -> Any:
+    """Run ``work(progress)`` under a progress bar over entries on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        console=err_console, transient=True)
+    task = None
+
+    def on_event(event: dict[str, Any]) -> None:
+        nonlocal task
+        if task is None:
+            task = progress.add_task("predicting", total=event["total"])
+        if event["event"] == "start":
+            progress.update(task, description=f"predicting {event['name'][:40]}")
+        elif event["event"] == "done":
+            progress.advance(task)
+
+    with progress:
+        return work(on_event)
 
 
 def _run(api: Any, matrix: Path, out: Path, names: list[str] | None, resume: bool,

@@ -189,10 +189,18 @@ def _styled(value: float | None) -> str:
 # ----------------------------------------------------------------------------- plot
 
 
+PLOT_METRICS = {  # metric → (axis label, error key)
+    "iteration_time_s": ("iteration time (s)", "error_pct"),
+    "throughput_samples_per_s": ("throughput (samples/s)", "throughput_error_pct"),
+}
+
+
 def plot_validation(rows: list[dict[str, Any]], path: str | Path,
-                    summary: dict[str, Any] | None = None) -> Path:
-    """Predicted vs measured iteration time (log-log, y = x and ±10% lines) and the signed
-    error of every scenario per method; a PNG written atomically."""
+                    summary: dict[str, Any] | None = None, *,
+                    metric: str = "iteration_time_s", reference: str = "measured") -> Path:
+    """Predicted vs ``reference`` (measured, or published) ``metric`` (log-log, y = x and ±10%
+    lines) and the signed error of every scenario per method; a PNG written atomically."""
+    label, error_key = PLOT_METRICS[metric]
     import matplotlib
 
     matplotlib.use("Agg")
@@ -200,15 +208,15 @@ def plot_validation(rows: list[dict[str, Any]], path: str | Path,
 
     ok = _ok(rows)
     styles = {"analytic": ("o", "tab:blue"), "simulate": ("s", "tab:orange")}
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 5.8),
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, max(5.8, 0.16 * len(ok))),
                                  gridspec_kw={"width_ratios": [1, 1.25]})
     values: list[float] = []
     for method in METHODS:
         xs, ys, labels = [], [], []
         for i, r in enumerate(rows, 1):
             if r.get("status") == "ok" and method in r["predicted"]:
-                xs.append(r["measured"]["iteration_time_s"])
-                ys.append(r["predicted"][method]["iteration_time_s"])
+                xs.append(r["measured"][metric])
+                ys.append(r["predicted"][method][metric])
                 labels.append(str(i))
         if not xs:
             continue
@@ -242,9 +250,9 @@ def plot_validation(rows: list[dict[str, Any]], path: str | Path,
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
         axis.set_minor_formatter(FuncFormatter(minor))
-    ax.set_xlabel("measured iteration time (s)")
-    ax.set_ylabel("predicted iteration time (s)")
-    ax.set_title("predicted vs measured (numbers: scenarios)")
+    ax.set_xlabel(f"{reference} {label}")
+    ax.set_ylabel(f"predicted {label}")
+    ax.set_title(f"predicted vs {reference} (numbers: scenarios)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
 
@@ -252,7 +260,7 @@ def plot_validation(rows: list[dict[str, Any]], path: str | Path,
     positions = list(range(len(ok)))
     height = 0.38
     for k, method in enumerate(METHODS):
-        errors = [r["predicted"].get(method, {}).get("error_pct") for r in ok]
+        errors = [r["predicted"].get(method, {}).get(error_key) for r in ok]
         errors = [e if e is not None and math.isfinite(e) else 0.0 for e in errors]
         marker, color = styles[method]
         bx.barh([p + (k - 0.5) * height for p in positions], errors, height=height,
@@ -263,7 +271,7 @@ def plot_validation(rows: list[dict[str, Any]], path: str | Path,
     bx.set_yticks(positions)
     bx.set_yticklabels(names, fontsize=7)
     bx.invert_yaxis()
-    bx.set_xlabel("error of the predicted iteration time (%)")
+    bx.set_xlabel(f"error of the predicted {label.split(' (')[0]} (%)")
     bx.set_title("signed error per scenario")
     bx.grid(True, axis="x", alpha=0.3)
     bx.legend(fontsize=8)

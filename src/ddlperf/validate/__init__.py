@@ -33,6 +33,8 @@ Modules, one job each: :mod:`~ddlperf.validate.matrix_file` (the YAML schema),
 :mod:`~ddlperf.validate.clusters` (the cluster given to the predictors),
 :mod:`~ddlperf.validate.run` (measure, predict, compare), :mod:`~ddlperf.validate.compare`
 (errors and the summary) and :mod:`~ddlperf.validate.results` (files written and read back).
+:mod:`~ddlperf.validate.published_file` and :mod:`~ddlperf.validate.published` are the
+published check (``--published``): published numbers predicted, no run.
 """
 
 from __future__ import annotations
@@ -55,6 +57,15 @@ from ddlperf.validate.matrix_file import (
     load_matrix,
 )
 from ddlperf.validate.plan import Plan, merged_params, plan_matrix, plan_scenario
+from ddlperf.validate.published import (
+    PUBLISHED_FORMAT,
+    PublishedRun,
+    check_published,
+    plan_published,
+    run_published,
+    write_published,
+)
+from ddlperf.validate.published_file import PublishedFile, load_published
 from ddlperf.validate.results import (
     RESULTS_FORMAT,
     ValidationRun,
@@ -66,10 +77,42 @@ from ddlperf.validate.results import (
 from ddlperf.validate.run import RATES, run_scenario, validate
 
 __all__ = [
-    "METHODS", "RATES", "RESULTS_FORMAT", "MatrixFile", "Params", "Plan", "ScenarioEntry",
-    "Synthetic", "SyntheticLayer", "ValidationRun", "calibrate_ps_update", "clean_json",
-    "compare", "error_pct", "load_matrix", "load_results", "machine_info", "merged_params",
-    "plan_matrix", "plan_scenario", "probe_deviation", "probed_cluster", "profile_real",
-    "quota_speeds", "run_scenario", "summarize", "validate", "with_ps_update",
-    "with_worker_overrides", "write_results",
+    "METHODS",
+    "PUBLISHED_FORMAT",
+    "RATES",
+    "RESULTS_FORMAT",
+    "MatrixFile",
+    "Params",
+    "Plan",
+    "PublishedFile",
+    "PublishedRun",
+    "ScenarioEntry",
+    "Synthetic",
+    "SyntheticLayer",
+    "ValidationRun",
+    "calibrate_ps_update",
+    "check_published",
+    "clean_json",
+    "compare",
+    "error_pct",
+    "load_matrix",
+    "load_published",
+    "load_results",
+    "machine_info",
+    "merged_params",
+    "plan_matrix",
+    "plan_published",
+    "plan_scenario",
+    "probe_deviation",
+    "probed_cluster",
+    "profile_real",
+    "quota_speeds",
+    "run_published",
+    "run_scenario",
+    "summarize",
+    "validate",
+    "with_ps_update",
+    "with_worker_overrides",
+    "write_published",
+    "write_results",
 ]

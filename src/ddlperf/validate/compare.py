@@ -70,20 +70,31 @@ def compare(plan_info: dict[str, Any], measurement: Prediction,
         "predicted": {},
     }
     for method, p in predictions.items():
-        ppct = (p.percentiles or {}).get("iteration_time_s", {})
-        row["predicted"][method] = {
-            "iteration_time_s": float(p.iteration_time_s),
-            "p5_s": ppct.get("p5"), "p95_s": ppct.get("p95"),
-            "throughput_samples_per_s": float(p.throughput_samples_per_s),
-            "bottleneck": p.bottleneck,
-            "per_worker": _per_worker(p),
-            "breakdown_s": dict(p.breakdown_s),
-            "error_pct": error_pct(p.iteration_time_s, measurement.iteration_time_s),
-            "throughput_error_pct": error_pct(p.throughput_samples_per_s,
-                                              measurement.throughput_samples_per_s),
-            "worker_error_pct": worker_errors(_per_worker(p), _per_worker(measurement)),
-        }
+        row["predicted"][method] = prediction_entry(p, measurement.iteration_time_s,
+                                                    measurement.throughput_samples_per_s,
+                                                    _per_worker(measurement))
     return row
+
+
+def prediction_entry(p: Prediction, iteration_time_s: float, throughput: float,
+                     per_worker: dict[str, float] | None = None) -> dict[str, Any]:
+    """One method's prediction in a result row, with its errors against the reference
+    (measured or published) iteration time and throughput, and per worker where the
+    reference has per-worker times."""
+    ppct = (p.percentiles or {}).get("iteration_time_s", {})
+    entry = {
+        "iteration_time_s": float(p.iteration_time_s),
+        "p5_s": ppct.get("p5"), "p95_s": ppct.get("p95"),
+        "throughput_samples_per_s": float(p.throughput_samples_per_s),
+        "bottleneck": p.bottleneck,
+        "per_worker": _per_worker(p),
+        "breakdown_s": dict(p.breakdown_s),
+        "error_pct": error_pct(p.iteration_time_s, iteration_time_s),
+        "throughput_error_pct": error_pct(p.throughput_samples_per_s, throughput),
+    }
+    if per_worker is not None:
+        entry["worker_error_pct"] = worker_errors(_per_worker(p), per_worker)
+    return entry
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
