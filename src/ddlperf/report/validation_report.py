@@ -200,7 +200,7 @@ def plot_validation(rows: list[dict[str, Any]], path: str | Path,
                     metric: str = "iteration_time_s", reference: str = "measured") -> Path:
     """Predicted vs ``reference`` (measured, or published) ``metric`` (log-log, y = x and ±10%
     lines) and the signed error of every scenario per method; a PNG written atomically."""
-    label, error_key = PLOT_METRICS[metric]
+    metric_label, error_key = PLOT_METRICS[metric]
     import matplotlib
 
     matplotlib.use("Agg")
@@ -241,17 +241,21 @@ def plot_validation(rows: list[dict[str, Any]], path: str | Path,
         ax.set_ylim(lo, hi)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_box_aspect(1)  # square, however tall the error panel grows
     from matplotlib.ticker import FuncFormatter
+
+    wide = bool(values) and max(values) / min(values) > 100  # over two decades: fewer labels
+    leads = (2, 5) if wide else (2, 3, 4, 5, 6, 8)
 
     def minor(v: float, _pos: int) -> str:
         lead = round(v / 10 ** math.floor(math.log10(v))) if v > 0 else 0
-        return f"{v:g}" if lead in (2, 3, 4, 5, 6, 8) else ""
+        return f"{v:g}" if lead in leads else ""
 
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
         axis.set_minor_formatter(FuncFormatter(minor))
-    ax.set_xlabel(f"{reference} {label}")
-    ax.set_ylabel(f"predicted {label}")
+    ax.set_xlabel(f"{reference} {metric_label}")
+    ax.set_ylabel(f"predicted {metric_label}")
     ax.set_title(f"predicted vs {reference} (numbers: scenarios)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
@@ -271,7 +275,7 @@ def plot_validation(rows: list[dict[str, Any]], path: str | Path,
     bx.set_yticks(positions)
     bx.set_yticklabels(names, fontsize=7)
     bx.invert_yaxis()
-    bx.set_xlabel(f"error of the predicted {label.split(' (')[0]} (%)")
+    bx.set_xlabel(f"error of the predicted {metric_label.split(' (')[0]} (%)")
     bx.set_title("signed error per scenario")
     bx.grid(True, axis="x", alpha=0.3)
     bx.legend(fontsize=8)

@@ -28,7 +28,7 @@ from ddlperf.validate.compare import METHODS, prediction_entry
 from ddlperf.validate.published_file import Entry, PublishedFile, load_published
 
 PUBLISHED_FORMAT = "ddlperf.published/1"
-SIMULATE_OPTIONS = {"iterations": 10, "warmup": 2}  # no jitter: the steady state comes at once
+SIMULATE_OPTIONS = {"iterations": 4, "warmup": 2}  # no jitter: steady after two (link-bound PS)
 SINGLE_TARGET_PCT = 25.0  # every single-GPU entry within this
 CLUSTER_TARGET_PCT = 15.0  # cluster MAPE over the entries whose network is stated
 
@@ -289,8 +289,27 @@ def summarize_published(rows: list[dict[str, Any]],
             "wrong": sum(1 for c in judged if not c["right"][method]),
             "not_expressible": len(comparisons) - len(judged),
         }
+    summary["groups"] = _group_summary(cluster)
     summary["not_expressible"] = [r["name"] for r in rows if r.get("status") != "ok"]
     return summary
+
+
+def _group_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Cluster MAPE per source and synchronization (``S2 ps``): where the errors come from."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(f"{r['source']} {r['setup'].get('arch')}", []).append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for name, members in groups.items():
+        item: dict[str, Any] = {"entries": len(members),
+                                "network_stated": bool(members[0].get("network_stated"))}
+        for key in ("predicted", "scaled"):
+            for method in METHODS:
+                errors = [abs(e) for _n, e in _errors(members, method, key)]
+                item[f"{key}_{method}_mape_pct"] = (sum(errors) / len(errors)
+                                                    if errors else None)
+        out[name] = item
+    return out
 
 
 @dataclass(frozen=True)
