@@ -108,6 +108,7 @@ def test_a_winner_is_wrong_when_the_prediction_orders_the_pair_the_other_way() -
     def row(name: str, published: float, predicted: float) -> dict:
         entry = {"throughput_samples_per_s": predicted, "throughput_error_pct": 0.0}
         return {"name": name, "status": "ok", "kind": "cluster", "network_stated": True,
+                "source": "X", "setup": {"arch": "ps"},
                 "measured": {"throughput_samples_per_s": published},
                 "predicted": {"analytic": entry, "simulate": entry}}
 
