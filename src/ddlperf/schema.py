@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -138,3 +139,28 @@ def read_structured(path: str | Path, field: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise InputError(field, f"{p.name} is not valid YAML{where}", "fix the syntax") from None
+
+
+def load_named_file(path: str | Path, field: str, model: type[M], list_key: str,
+                    shape: str) -> M:
+    """Read a YAML/JSON file into ``model``; a problem is one InputError that starts with the
+    file name and names an item of ``list_key`` by its ``name`` (``scenarios[3] (ps-asp).arch``).
+    ``shape`` says what the top level must hold."""
+    raw = read_structured(path, field)
+    name = Path(path).name
+    if not isinstance(raw, dict):
+        raise InputError(field, f"{name} must be a mapping with {shape}",
+                         "see the shipped files under scenarios/")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        err = input_error_from(exc)
+        where = err.field
+        items = raw.get(list_key)
+        match = re.match(rf"^{list_key}\[(\d+)\]", where)
+        if match and isinstance(items, list):
+            index = int(match.group(1))
+            if index < len(items) and isinstance(items[index], dict) and items[index].get("name"):
+                where = where.replace(match.group(0),
+                                      f"{match.group(0)} ({items[index]['name']})", 1)
+        raise InputError(f"{name}: {where}", err.problem, err.fix) from None

@@ -74,3 +74,20 @@ def row(name: str, measured: float, analytic: float, simulate: float) -> dict:
                     "downlink_bps": 195e6, "downlink_expected_bps": 191.2e6}}
     return compare(info, fake(measured, kind="measurement", percentiles=True, probe=probe),
                    {"analytic": fake(analytic), "simulate": fake(simulate, percentiles=True)})
+
+
+# A small published-check file: a single GPU, a ring, a PS with local aggregation on
+# colocated shards, and a set-up ddlperf cannot express (tests of --published).
+PUBLISHED_TINY = """
+sources: {X: {title: t, where: w, date: d}}
+setups:
+  ring: {source: X, what: ring, network_stated: true,
+         cluster: {bandwidth: 1Gbps, nodes: [{gpus: 2, device: V100, intra: NVLink2}]},
+         strategy: {arch: allreduce}}
+  ps: {source: X, what: ps, network_stated: false,
+       cluster: {bandwidth: 1Gbps, nodes: [{gpus: 2, device: V100, intra: NVLink2}],
+                 ps: {placement: colocated}},
+       strategy: {arch: ps, local_aggregation: true}}
+  cpu: {source: X, what: host all-reduce, network_stated: true, unsupported: not modelled}
+"""
+

@@ -19,21 +19,12 @@ from ddlperf.validate.published import (
 )
 from ddlperf.validate.published_file import load_published
 from ddlperf.workload import zoo
+from tests.validate.helpers import PUBLISHED_TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "scenarios" / "published.yaml"
 
-TINY = """
-sources: {X: {title: t, where: w, date: d}}
-setups:
-  ring: {source: X, what: ring, network_stated: true,
-         cluster: {bandwidth: 1Gbps, nodes: [{gpus: 2, device: V100, intra: NVLink2}]},
-         strategy: {arch: allreduce}}
-  ps: {source: X, what: ps, network_stated: false,
-       cluster: {bandwidth: 1Gbps, nodes: [{gpus: 2, device: V100, intra: NVLink2}],
-                 ps: {placement: colocated}},
-       strategy: {arch: ps, local_aggregation: true}}
-  cpu: {source: X, what: host all-reduce, network_stated: true, unsupported: not modelled}
+TINY = PUBLISHED_TINY + """
 entries:
   - {name: one, source: X, model: resnet18, device: V100, batch_size: 32, dtype: fp32,
      published_s: 0.05}

@@ -9,21 +9,12 @@ import pytest
 
 from ddlperf.errors import InputError
 from ddlperf.validate.published_file import load_published
+from tests.validate.helpers import PUBLISHED_TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "scenarios" / "published.yaml"
 
-HEAD = """
-sources: {X: {title: t, where: w, date: d}}
-setups:
-  ring: {source: X, what: w, network_stated: true,
-         cluster: {bandwidth: 10Gbps, nodes: [{gpus: 2, device: V100, intra: NVLink2}]},
-         strategy: {arch: allreduce}}
-  ps: {source: X, what: w, network_stated: false,
-       cluster: {bandwidth: 10Gbps, nodes: [{gpus: 2, device: V100, intra: NVLink2}]},
-       strategy: {arch: ps}}
-  cpu: {source: X, what: w, network_stated: true, unsupported: host all-reduce}
-"""
+HEAD = PUBLISHED_TINY
 
 
 def write(tmp_path: Path, entries: str, extra: str = "") -> Path:
@@ -80,7 +71,7 @@ def test_duplicate_names_and_unknown_comparisons_are_named(tmp_path: Path) -> No
 
 def test_a_supported_setup_needs_a_cluster_of_one_server_group(tmp_path: Path) -> None:
     bad = HEAD.replace("nodes: [{gpus: 2, device: V100, intra: NVLink2}]},\n         strategy: "
-                       "{arch: allreduce}", "workers: 4},\n         strategy: {arch: allreduce}")
+                       "{arch: allreduce}", "workers: 4},\n         strategy: {arch: allreduce}", 1)
     path = tmp_path / "p.yaml"
     path.write_text(bad + "entries:\n  - {name: a, setup: ring, servers: 1, model: resnet50, "
                     "batch_size: 32, dtype: fp32, published: 300}\n")

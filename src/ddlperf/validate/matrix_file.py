@@ -7,14 +7,13 @@
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ddlperf.errors import InputError
-from ddlperf.schema import input_error_from, read_structured
+from ddlperf.schema import load_named_file
 from ddlperf.workload import Workload
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -147,26 +146,7 @@ class MatrixFile(BaseModel):
         return self
 
 
-def _named(field: str, raw: Any) -> str:
-    """``scenarios[3].arch`` → ``scenarios[3] (ps-asp).arch`` when the name is known."""
-    match = re.match(r"^scenarios\[(\d+)\]", field)
-    if match and isinstance(raw, dict) and isinstance(raw.get("scenarios"), list):
-        index = int(match.group(1))
-        items = raw["scenarios"]
-        if index < len(items) and isinstance(items[index], dict) and items[index].get("name"):
-            return field.replace(match.group(0), f"{match.group(0)} ({items[index]['name']})", 1)
-    return field
-
-
 def load_matrix(path: str | Path, field: str = "--matrix") -> MatrixFile:
     """Read and check a matrix file; any problem is one :class:`InputError` naming the key."""
-    raw = read_structured(path, field)
-    name = Path(path).name
-    if not isinstance(raw, dict):
-        raise InputError(field, f"{name} must be a mapping with 'scenarios:' (and 'defaults:')",
-                         "see docs/validation.md for the format")
-    try:
-        return MatrixFile.model_validate(raw)
-    except ValidationError as exc:
-        err = input_error_from(exc)
-        raise InputError(f"{name}: {_named(err.field, raw)}", err.problem, err.fix) from None
+    return load_named_file(path, field, MatrixFile, "scenarios",
+                           "'scenarios:' (and 'defaults:')")

@@ -9,14 +9,13 @@ compute model's check.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ddlperf.errors import InputError
-from ddlperf.schema import input_error_from, read_structured
+from ddlperf.schema import load_named_file
 
 
 class Source(BaseModel):
@@ -193,26 +192,6 @@ def _check_entry(where: str, e: Entry) -> None:
         raise InputError(f"{where}.servers", "is required with a setup", "add servers: N")
 
 
-def _named(field: str, raw: Any) -> str:
-    """``entries[3].dtype`` → ``entries[3] (S1 resnet50 b64 x8).dtype`` when the name is known."""
-    match = re.match(r"^entries\[(\d+)\]", field)
-    if match and isinstance(raw, dict) and isinstance(raw.get("entries"), list):
-        index = int(match.group(1))
-        items = raw["entries"]
-        if index < len(items) and isinstance(items[index], dict) and items[index].get("name"):
-            return field.replace(match.group(0), f"{match.group(0)} ({items[index]['name']})", 1)
-    return field
-
-
 def load_published(path: str | Path, field: str = "--published") -> PublishedFile:
     """Read and check a published-check file; any problem is one InputError naming the key."""
-    raw = read_structured(path, field)
-    name = Path(path).name
-    if not isinstance(raw, dict):
-        raise InputError(field, f"{name} must be a mapping with 'sources:' and 'entries:'",
-                         "see scenarios/published.yaml")
-    try:
-        return PublishedFile.model_validate(raw)
-    except ValidationError as exc:
-        err = input_error_from(exc)
-        raise InputError(f"{name}: {_named(err.field, raw)}", err.problem, err.fix) from None
+    return load_named_file(path, field, PublishedFile, "entries", "'sources:' and 'entries:'")
