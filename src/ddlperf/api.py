@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from functools import lru_cache
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
 from ddlperf.hardware import parse_link_rate
 from ddlperf.prediction import Prediction
-from ddlperf.scenario import resolve
+from ddlperf.scenario import Scenario, resolve
 from ddlperf.schema import read_structured
 from ddlperf.strategy import Strategy
 from ddlperf.units import parse_duration, parse_size, warn_if_implausible
@@ -352,7 +353,9 @@ def make_strategy(
         raise _as_flag(exc, "strategy") from None
 
 
-SIMULATE_OPTIONS = ("iterations", "warmup", "seed", "replications", "jitter", "trace")
+# ``timeline``: a TrackLog the simulator fills (for explain and the HTML report)
+SIMULATE_OPTIONS = ("iterations", "warmup", "seed", "replications", "jitter", "trace",
+                    "timeline")
 
 
 def ignored_flags(arch: str, sync: str, method: str | None = None,
@@ -385,13 +388,12 @@ def ignored_flags(arch: str, sync: str, method: str | None = None,
     return notes
 
 
-def predict(
+def scenario(
     model: str | None = None,
     *,
     workload: Workload | str | Path | dict[str, Any] | None = None,
     cluster: Cluster | str | Path | dict[str, Any] | None = None,
     strategy: Strategy | None = None,
-    method: str = "analytic",
     batch_size: int | None = None,
     device: str | None = None,
     workers: int | None = None,
@@ -417,27 +419,9 @@ def predict(
     math: str | None = None,
     grad_dtype: str | None = None,
     accumulation: int | None = None,
-    **simulate_options: Any,
-) -> Prediction:
-    """Predict one scenario. With no arguments: the built-in default (resnet50, 8×V100, 2 PS).
-
-    ``None`` means the default (``arch='ps'``, ``sync='bsp'``, ``sharding='round_robin'``,
-    ``overlap=True``, …). ``simulate_options`` (``iterations``, ``warmup``, ``seed``,
-    ``replications``, ``jitter``, ``trace``) apply to ``method="simulate"``; given with the
-    analytic method, they (like any flag that has no effect) become a note.
-    """
-    if method not in METHODS:
-        raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")
-    unknown = sorted(set(simulate_options) - set(SIMULATE_OPTIONS))
-    if unknown:
-        import difflib
-        import inspect
-
-        known = [*SIMULATE_OPTIONS, *inspect.signature(predict).parameters]
-        close = (["cluster"] if unknown[0] == "config"  # the CLI's name for it
-                 else difflib.get_close_matches(unknown[0], known))
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise TypeError(f"predict() got an unexpected keyword argument {unknown[0]!r}{hint}")
+) -> Scenario:
+    """The resolved scenario :func:`predict` predicts (for tools that look inside it:
+    ``explain``, ``plan``). Same keywords as :func:`predict` without the method options."""
     the_workload = make_workload(model, workload, batch_size, device, dtype, math, grad_dtype,
                                  accumulation)
     if strategy is None:
@@ -448,21 +432,59 @@ def predict(
                                strategy.arch, gpus_per_node=gpus_per_node, intra=intra,
                                nics=nics, rack_size=rack_size, rack_uplink=rack_uplink,
                                **worker_defaults(workload, batch_size, device))
-    scenario = resolve(the_workload, the_cluster, strategy)
-    notes = ignored_flags(strategy.arch, strategy.sync, method, placement=placement,
-                          sharding=sharding, bucket_size=bucket_size, staleness=staleness,
-                          allreduce=allreduce, local_aggregation=local_aggregation,
+    return resolve(the_workload, the_cluster, strategy)
+
+
+def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any) -> Prediction:
+    """Predict one scenario. With no arguments: the built-in default (resnet50, 8×V100, 2 PS).
+
+    Takes :func:`scenario`'s keywords; ``None`` means the default (``arch='ps'``,
+    ``sync='bsp'``, ``sharding='round_robin'``, ``overlap=True``, …). The simulate options
+    (``iterations``, ``warmup``, ``seed``, ``replications``, ``jitter``, ``trace``,
+    ``timeline``) apply to ``method="simulate"``; given with the analytic method, they (like
+    any flag that has no effect) become a note.
+    """
+    if method not in METHODS:
+        raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")
+    known = [*inspect.signature(scenario).parameters, *SIMULATE_OPTIONS]
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        import difflib
+
+        close = (["cluster"] if unknown[0] == "config"  # the CLI's name for it
+                 else difflib.get_close_matches(unknown[0], known))
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TypeError(f"predict() got an unexpected keyword argument {unknown[0]!r}{hint}")
+    simulate_options = {k: kwargs.pop(k) for k in SIMULATE_OPTIONS if k in kwargs}
+    sc = scenario(model, **kwargs)
+    notes = ignored_flags(sc.strategy.arch, sc.strategy.sync, method,
+                          **{k: kwargs.get(k) for k in ("placement", "sharding", "bucket_size",
+                                                         "staleness", "allreduce",
+                                                         "local_aggregation")},
                           **simulate_options)
     if method == "simulate":
         from ddlperf.predictors.simulate import predict_simulate
 
-        prediction = predict_simulate(scenario, **simulate_options)
+        prediction = predict_simulate(sc, **simulate_options)
     else:
         from ddlperf.predictors.analytic import predict_analytic
 
-        prediction = predict_analytic(scenario)
-    if scenario.memory:
-        prediction.inputs["memory"] = scenario.memory
+        prediction = predict_analytic(sc)
+    if sc.memory:
+        prediction.inputs["memory"] = sc.memory
     prediction.notes.extend(notes)
     return prediction
+
+
+def _predict_signature() -> inspect.Signature:
+    """predict(model, *, method, <scenario's keywords>, <simulate options>) for help()."""
+    model, *rest = inspect.signature(scenario).parameters.values()
+    method = inspect.Parameter("method", inspect.Parameter.KEYWORD_ONLY, default="analytic",
+                               annotation="str")
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+             for name in SIMULATE_OPTIONS]
+    return inspect.Signature([model, method, *rest, *extra], return_annotation="Prediction")
+
+
+predict.__signature__ = _predict_signature()  # type: ignore[attr-defined]
 

@@ -19,7 +19,7 @@ METHODS = ("analytic", "simulate")
 TARGET_WORST_PCT = 10.0
 CSV_COLUMNS = [
     "scenario", "method", "status", "arch", "sync", "staleness", "sharding", "workers", "ps",
-    "compute", "bandwidth_bps", "parameter_bytes", "batch_size", "predicted_s", "measured_s",
+    "compute", "heterogeneous", "bandwidth_bps", "parameter_bytes", "batch_size", "predicted_s", "measured_s",
     "error_pct", "measured_p5_s", "measured_p50_s", "measured_p95_s", "predicted_p5_s",
     "predicted_p95_s", "predicted_throughput", "measured_throughput", "throughput_error_pct",
     "bottleneck_predicted", "bottleneck_measured", "rates", "probe_max_deviation_pct",
@@ -41,6 +41,7 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "sync": setup.get("sync"), "staleness": setup.get("staleness"),
             "sharding": setup.get("sharding"), "workers": setup.get("workers"),
             "ps": setup.get("ps"), "compute": setup.get("compute"),
+            "heterogeneous": heterogeneous(setup),
             "bandwidth_bps": setup.get("bandwidth_bps"),
             "parameter_bytes": setup.get("parameter_bytes"),
             "batch_size": setup.get("batch_size"), "note": r.get("note") or "",
@@ -80,6 +81,11 @@ def _worker_columns(errors: dict[str, float]) -> dict[str, Any]:
     name = max(finite, key=lambda n: abs(finite[n]))
     return {"worst_worker": name, "worst_worker_error_pct": finite[name],
             "worker_errors_pct": ";".join(f"{n}:{e:+.1f}" for n, e in finite.items())}
+
+
+def heterogeneous(setup: dict[str, Any]) -> bool:
+    """Workers of different speeds (emulated device time) or CPU quotas (real compute)."""
+    return len(set(setup.get("speeds") or [1.0])) > 1 or bool(setup.get("cpu_quota"))
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:

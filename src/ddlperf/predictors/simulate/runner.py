@@ -72,8 +72,13 @@ def predict_simulate(
     sc: Scenario, *, iterations: int | None = None, warmup: int | None = None,
     seed: int | None = None, replications: int | None = None, jitter: float | None = None,
     trace: str | Path | None = None, ring_steps: str = "coalesced",
+    timeline: TrackLog | None = None,
 ) -> Prediction:
-    """Fine-grained (discrete-event) prediction of a resolved scenario."""
+    """Fine-grained (discrete-event) prediction of a resolved scenario.
+
+    ``timeline``: a :class:`TrackLog` to fill with the first replication's operations (what
+    ``trace`` writes to a file), for callers that read the timeline themselves.
+    """
     opts = check_options(iterations, warmup, seed, replications, jitter, trace)
     iters, warm, reps, cv = (opts["iterations"], opts["warmup"], opts["replications"],
                              opts["jitter"])
@@ -81,7 +86,8 @@ def predict_simulate(
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
     units = make_units(sc, individual=noisy or asynchronous)
     runs: list[RunResult] = []
-    log = TrackLog() if opts["trace"] is not None else None
+    log = timeline if timeline is not None else (
+        TrackLog() if opts["trace"] is not None else None)
     steady_note = None
     if asynchronous and sc.strategy.sync == "ssp":
         warm, steady_note = _ssp_steady_warmup(sc, units, warm, iters, cv, opts["seed"], noisy,
@@ -113,7 +119,7 @@ def predict_simulate(
     options = {"iterations": iters, "warmup": warm, "seed": opts["seed"],
                "replications": reps, "jitter": "workload" if cv is None else cv}
     prediction = assemble_simulated(sc, runs, options, notes)
-    if log is not None:
+    if opts["trace"] is not None and log is not None:
         meta = {"ddlperf": {"method": "simulate", **options,
                             "iteration_time_s": prediction.iteration_time_s}}
         write_trace(opts["trace"], log, meta)

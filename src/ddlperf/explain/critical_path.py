@@ -1,0 +1,273 @@
+"""The critical path of one steady-state iteration, read back from the simulator's timeline.
+
+Every operation the simulator runs is in its timeline (:class:`~ddlperf.predictors.simulate
+.tracks.TrackLog`): compute operations per worker stream, transfers per connection (pushes,
+pulls, all-reduce buckets), updates per PS processor. An operation starts when the last of its
+dependencies releases it, so walking back from the start of iteration t + 1 — at each
+operation, to the dependency that released it last — gives the chain of operations and
+transfers that set the length of iteration t. The dependencies are the simulator's rules
+(:mod:`ddlperf.predictors.simulate.ps`, ``allreduce``, ``worker``):
+
+* a compute operation follows the previous one on its stream; a forward waits for its layer's
+  pulled parameters (PS), the first operation of an iteration for the last all-reduce bucket;
+* a push follows the backward of its tensor's layer and the previous message on its connection;
+* a PS update follows the arrival of its tensor's pushes (message end + latency α) and the
+  previous update on its processor; a pull follows its tensor's update;
+* an all-reduce bucket follows the previous bucket and the backward that completed it.
+
+Time between a dependency's release and the operation's start that no rule explains (the SSP
+gate, for one) is reported as ``wait``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ddlperf.prediction import Prediction
+from ddlperf.predictors.simulate.tracks import TrackLog
+from ddlperf.scenario import Scenario
+
+_PEER = re.compile(r"(?:uplink → |downlink ← )(\S+)")
+
+
+@dataclass(frozen=True)
+class _Op:
+    stream: int  # index of its record list
+    index: int  # position in that list
+    label: str
+    start: float
+    end: float
+    iteration: int
+
+
+@dataclass
+class _Stream:
+    """One record list of the timeline (shared by the tracks that show it)."""
+
+    category: str  # compute, push, pull, update, all-reduce
+    processes: tuple[str, ...]  # the worker side (or the shard, for updates)
+    peer: str | None  # psK for pushes and pulls
+    records: list[tuple[str, float, float, int]]
+    ends: list[float]
+
+
+class _Timeline:
+    """The timeline's streams, indexed for "latest record that ended by time t" queries."""
+
+    def __init__(self, log: TrackLog) -> None:
+        self.streams: list[_Stream] = []
+        seen: dict[int, int] = {}
+        for track in log.tracks:
+            if id(track.records) in seen or not track.records:
+                continue
+            seen[id(track.records)] = len(self.streams)
+            peer = _PEER.match(track.thread)
+            self.streams.append(_Stream(track.category, tuple(track.processes),
+                                        peer.group(1) if peer else None, track.records,
+                                        [r[2] for r in track.records]))
+        # (stream, label) → record indices in end order, for tensor- and layer-exact lookups
+        self.by_label: dict[tuple[int, str], list[int]] = {}
+        for s, stream in enumerate(self.streams):
+            for i, record in enumerate(stream.records):
+                self.by_label.setdefault((s, _tensor_of(stream, record[0])), []).append(i)
+
+    def op(self, s: int, i: int) -> _Op:
+        label, start, end, iteration = self.streams[s].records[i]
+        return _Op(s, i, label, start, end, iteration)
+
+    def latest(self, s: int, by: float, label: str | None = None) -> _Op | None:
+        """The record of stream ``s`` (with ``label``) that ended last at or before ``by``."""
+        stream = self.streams[s]
+        if label is None:
+            i = bisect.bisect_right(stream.ends, by) - 1
+            return self.op(s, i) if i >= 0 else None
+        rows = self.by_label.get((s, label))
+        if not rows:
+            return None
+        ends = [stream.ends[i] for i in rows]
+        k = bisect.bisect_right(ends, by) - 1
+        return self.op(s, rows[k]) if k >= 0 else None
+
+    def previous(self, op: _Op) -> _Op | None:
+        return self.op(op.stream, op.index - 1) if op.index > 0 else None
+
+
+def _tensor_of(stream: _Stream, label: str) -> str:
+    """The tensor (transfers, updates) or the operation (compute) a record is about."""
+    if stream.category == "update" or label.startswith("update "):
+        return label[len("update "):].split(" (")[0]
+    return label
+
+
+def critical_path(sc: Scenario, p: Prediction, log: TrackLog) -> dict[str, Any] | None:
+    """The critical path of the middle measured iteration on the slowest worker (see the
+    module docstring); None when the timeline holds too few iterations."""
+    tl = _Timeline(log)
+    worker = max(p.workers, key=lambda w: w.iteration_time_s).name
+    compute = next((s for s, st in enumerate(tl.streams)
+                    if st.category == "compute" and worker in st.processes), None)
+    if compute is None:
+        return None
+    options = p.inputs.get("simulate", {})
+    warmup, iterations = int(options.get("warmup", 0)), int(options.get("iterations", 1))
+    t = warmup + max(iterations - 1, 0) // 2
+    records = tl.streams[compute].records
+    firsts = {}
+    for i, record in enumerate(records):
+        firsts.setdefault(record[3], i)
+    if t not in firsts or t + 1 not in firsts:
+        return None
+    begin = records[firsts[t]][1]
+    end = records[firsts[t + 1]][1]
+    rules = _Rules(sc, tl)
+    chain: list[tuple[_Op | None, float, float, str]] = []  # (op, start, end, kind)
+    op = tl.op(compute, firsts[t + 1])
+    for _ in range(1_000_000):
+        pred, release, delay = rules.predecessor(op)
+        if op.start > max(release, begin):
+            chain.append((None, max(release, begin), op.start, "wait"))
+        if pred is None or release <= begin:
+            break
+        if delay > 0:
+            chain.append((None, max(pred.end, begin), release, "latency"))
+        if pred.end <= begin:
+            break
+        chain.append((pred, max(pred.start, begin), pred.end, rules.kind(pred)))
+        if pred.start <= begin:
+            break
+        op = pred
+    chain.reverse()
+    segments = _merge(tl, chain, begin)
+    by_kind: dict[str, float] = {}
+    for segment in segments:
+        by_kind[segment["kind"]] = by_kind.get(segment["kind"], 0.0) + segment["duration_s"]
+    return {
+        "worker": worker, "iteration": t, "start_s": begin, "length_s": end - begin,
+        "by_kind_s": by_kind, "segments": segments,
+    }
+
+
+class _Rules:
+    """Which records an operation waits for (the simulator's dependencies, by stream)."""
+
+    def __init__(self, sc: Scenario, tl: _Timeline) -> None:
+        self.tl = tl
+        self.alpha = sc.latency_s
+        self.overlap = sc.strategy.overlap
+        self.layer_tensors = {layer.name: [t.name for t in layer.tensors]
+                              for layer in sc.workload.layers}
+        self.tensor_layer = {t.name: layer.name for layer in sc.workload.layers
+                             for t in layer.tensors}
+        self.last_layer = sc.workload.layers[0].name  # backward ends with the first layer
+        streams = tl.streams
+        self.compute_of = {p: s for s, st in enumerate(streams) if st.category == "compute"
+                           for p in st.processes}
+        self.updates_of: dict[str, list[int]] = {}
+        for s, st in enumerate(streams):
+            if st.category == "update":
+                self.updates_of.setdefault(st.processes[0], []).append(s)
+            elif st.category == "compute":  # a colocated shard updates on its host's stream
+                for shard in sc.shards:
+                    if shard.host is not None and sc.worker_name(shard.host) in st.processes:
+                        self.updates_of.setdefault(shard.name, []).append(s)
+
+    def kind(self, op: _Op) -> str:
+        stream = self.tl.streams[op.stream]
+        if stream.category == "compute" and op.label.startswith("update "):
+            return "update"
+        return stream.category
+
+    def predecessor(self, op: _Op) -> tuple[_Op | None, float, float]:
+        """The dependency that released ``op`` last, when it did and the delay after its end
+        (α for a message, else 0); (None, −inf, 0) if there is none."""
+        tl = self.tl
+        stream = tl.streams[op.stream]
+        eps = 1e-12 * max(1.0, op.start)
+        best: tuple[_Op | None, float, float] = (None, float("-inf"), 0.0)
+
+        def consider(candidate: _Op | None, delay: float = 0.0) -> None:
+            nonlocal best
+            if candidate is not None and candidate.end + delay > best[1]:
+                best = (candidate, candidate.end + delay, delay)
+
+        consider(tl.previous(op))
+        kind = self.kind(op)
+        if kind == "compute":
+            label = op.label
+            if label.startswith("forward "):
+                tensors = self.layer_tensors.get(label[len("forward "):], [])
+                for s, st in enumerate(tl.streams):
+                    if st.category == "pull" and st.processes == stream.processes:
+                        by = op.start + eps - self.alpha
+                        if self.overlap:
+                            for tensor in tensors:
+                                consider(tl.latest(s, by, tensor), self.alpha)
+                        else:
+                            consider(tl.latest(s, by), self.alpha)
+            for s, st in enumerate(tl.streams):
+                if st.category == "all-reduce" and stream.processes[0] in st.processes:
+                    consider(tl.latest(s, op.start + eps))
+        elif kind == "push":
+            layer = self.tensor_layer.get(op.label)
+            compute = self.compute_of.get(stream.processes[0])
+            if compute is not None:
+                wanted = f"backward {layer if self.overlap and layer else self.last_layer}"
+                consider(tl.latest(compute, op.start + eps, wanted))
+        elif kind == "update":
+            shard = stream.processes[0] if stream.category == "update" else None
+            tensor = op.label[len("update "):].split(" (")[0]
+            for s, st in enumerate(tl.streams):
+                if st.category == "push" and (shard is None or st.peer == shard):
+                    consider(tl.latest(s, op.start + eps - self.alpha, tensor), self.alpha)
+        elif kind == "pull":
+            for s in self.updates_of.get(stream.peer or "", []):
+                consider(tl.latest(s, op.start + eps, op.label))
+        elif kind == "all-reduce":
+            for s, st in enumerate(tl.streams):
+                if st.category == "compute":
+                    consider(tl.latest(s, op.start + eps))
+        if best[1] > op.start:  # rounding: released at its start
+            return best[0], op.start, max(op.start - best[0].end, 0.0) if best[0] else 0.0
+        return best
+
+
+def _merge(tl: _Timeline, chain: list[tuple[_Op | None, float, float, str]],
+           begin: float) -> list[dict[str, Any]]:
+    """Consecutive operations of one stream and kind as one segment (times from ``begin``)."""
+    out: list[dict[str, Any]] = []
+    for op, start, end, kind in chain:
+        where = _where(tl, op) if op is not None else ""
+        label = op.label if op is not None else ("message latency α" if kind == "latency"
+                                                 else "waiting (no operation on the path)")
+        last = out[-1] if out else None
+        if last is not None and last["kind"] == kind and last["where"] == where:
+            last["duration_s"] += end - start
+            last["operations"] += 1
+            last["last"] = label
+            continue
+        out.append({"kind": kind, "where": where, "first": label, "last": label,
+                    "operations": 1, "start_s": start - begin, "duration_s": end - start})
+    for segment in out:
+        segment["what"] = (segment["first"] if segment["operations"] == 1 else
+                           f"{segment['first']} … {segment['last']}")
+        del segment["first"], segment["last"]
+    return out
+
+
+def _where(tl: _Timeline, op: _Op) -> str:
+    stream = tl.streams[op.stream]
+    workers = _span(stream.processes)
+    if stream.category == "push":
+        return f"{workers} → {stream.peer}"
+    if stream.category == "pull":
+        return f"{stream.peer} → {workers}"
+    if stream.category == "all-reduce":
+        return "ring"
+    return workers
+
+
+def _span(processes: tuple[str, ...]) -> str:
+    return processes[0] if len(processes) == 1 else f"{processes[0]}–{processes[-1]}"
