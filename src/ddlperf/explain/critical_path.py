@@ -30,7 +30,7 @@ from ddlperf.prediction import Prediction
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.scenario import Scenario
 
-_PEER = re.compile(r"(?:uplink → |downlink ← )(\S+)")
+_PEER = re.compile(r"(?:uplink → |downlink ← )(ps\d+)$")
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,16 @@ class _Stream:
     """One record list of the timeline (shared by the tracks that show it)."""
 
     category: str  # compute, push, pull, update, all-reduce
+    thread: str
     processes: tuple[str, ...]  # the worker side (or the shard, for updates)
-    peer: str | None  # psK for pushes and pulls
+    peer: str | None  # psK for pushes and pulls to a shard
     records: list[tuple[str, float, float, int]]
     ends: list[float]
+
+    @property
+    def servers(self) -> frozenset[str]:
+        """Servers of its processes (``node0`` for ``node0/gpu3``; a one-GPU host itself)."""
+        return frozenset(p.split("/")[0] for p in self.processes)
 
 
 class _Timeline:
@@ -64,8 +70,8 @@ class _Timeline:
             if id(track.records) in seen or not track.records:
                 continue
             seen[id(track.records)] = len(self.streams)
-            peer = _PEER.match(track.thread)
-            self.streams.append(_Stream(track.category, tuple(track.processes),
+            peer = _PEER.search(track.thread)
+            self.streams.append(_Stream(track.category, track.thread, tuple(track.processes),
                                         peer.group(1) if peer else None, track.records,
                                         [r[2] for r in track.records]))
         # (stream, label) → record indices in end order, for tensor- and layer-exact lookups
@@ -163,6 +169,12 @@ class _Rules:
                              for t in layer.tensors}
         self.last_layer = sc.workload.layers[0].name  # backward ends with the first layer
         streams = tl.streams
+        gpus = {g.server_name(s): g.gpus for g in sc.groups for s in range(g.servers)}
+        # a message is delivered this long after its last byte: α per message to or from a
+        # shard, (G − 1)·α for a reduce-scatter or all-gather inside a server of G GPUs
+        self.delay = [0.0 if st.category not in ("push", "pull") else self.alpha if st.peer
+                      else (max(gpus.get(p, 1) for p in st.servers) - 1) * self.alpha
+                      for st in streams]
         self.compute_of = {p: s for s, st in enumerate(streams) if st.category == "compute"
                            for p in st.processes}
         self.updates_of: dict[str, list[int]] = {}
@@ -195,40 +207,48 @@ class _Rules:
 
         consider(tl.previous(op))
         kind = self.kind(op)
+        by = op.start + eps
+        related = [(t, st) for t, st in enumerate(tl.streams)
+                   if t != op.stream and st.servers & stream.servers]
         if kind == "compute":
-            label = op.label
-            if label.startswith("forward "):
-                tensors = self.layer_tensors.get(label[len("forward "):], [])
-                for s, st in enumerate(tl.streams):
-                    if st.category == "pull" and st.processes == stream.processes:
-                        by = op.start + eps - self.alpha
-                        if self.overlap:
-                            for tensor in tensors:
-                                consider(tl.latest(s, by, tensor), self.alpha)
-                        else:
-                            consider(tl.latest(s, by), self.alpha)
-            for s, st in enumerate(tl.streams):
-                if st.category == "all-reduce" and stream.processes[0] in st.processes:
-                    consider(tl.latest(s, op.start + eps))
+            if op.label.startswith("forward "):
+                tensors = self.layer_tensors.get(op.label[len("forward "):], [])
+                for t, st in related:
+                    if st.category != "pull":
+                        continue
+                    delay = self.delay[t]
+                    for tensor in tensors if self.overlap else [None]:
+                        consider(tl.latest(t, by - delay, tensor), delay)
+            for t, st in related:
+                if st.category == "all-reduce":
+                    consider(tl.latest(t, by))
         elif kind == "push":
             layer = self.tensor_layer.get(op.label)
-            compute = self.compute_of.get(stream.processes[0])
-            if compute is not None:
-                wanted = f"backward {layer if self.overlap and layer else self.last_layer}"
-                consider(tl.latest(compute, op.start + eps, wanted))
+            wanted = f"backward {layer if self.overlap and layer else self.last_layer}"
+            for t, st in related:
+                if st.category == "compute":
+                    consider(tl.latest(t, by, wanted))
+                elif st.category == "push" and st.peer is None:  # summed inside the server
+                    consider(tl.latest(t, by - self.delay[t], op.label), self.delay[t])
         elif kind == "update":
             shard = stream.processes[0] if stream.category == "update" else None
             tensor = op.label[len("update "):].split(" (")[0]
-            for s, st in enumerate(tl.streams):
-                if st.category == "push" and (shard is None or st.peer == shard):
-                    consider(tl.latest(s, op.start + eps - self.alpha, tensor), self.alpha)
+            for t, st in enumerate(tl.streams):
+                if st.category == "push" and st.peer is not None and (
+                        shard is None or st.peer == shard):
+                    consider(tl.latest(t, by - self.delay[t], tensor), self.delay[t])
         elif kind == "pull":
-            for s in self.updates_of.get(stream.peer or "", []):
-                consider(tl.latest(s, op.start + eps, op.label))
+            if stream.peer is not None:
+                for t in self.updates_of.get(stream.peer, []):
+                    consider(tl.latest(t, by, op.label))
+            else:  # spread inside the server after its pull arrived
+                for t, st in related:
+                    if st.category == "pull" and st.peer is not None:
+                        consider(tl.latest(t, by - self.delay[t], op.label), self.delay[t])
         elif kind == "all-reduce":
-            for s, st in enumerate(tl.streams):
-                if st.category == "compute":
-                    consider(tl.latest(s, op.start + eps))
+            for t, st in enumerate(tl.streams):
+                if st.category in ("compute", "all-reduce") and t != op.stream:
+                    consider(tl.latest(t, by))
         if best[1] > op.start:  # rounding: released at its start
             return best[0], op.start, max(op.start - best[0].end, 0.0) if best[0] else 0.0
         return best
@@ -260,6 +280,8 @@ def _merge(tl: _Timeline, chain: list[tuple[_Op | None, float, float, str]],
 def _where(tl: _Timeline, op: _Op) -> str:
     stream = tl.streams[op.stream]
     workers = _span(stream.processes)
+    if stream.category in ("push", "pull") and stream.peer is None:
+        return f"{workers} {stream.thread}"
     if stream.category == "push":
         return f"{workers} → {stream.peer}"
     if stream.category == "pull":

@@ -137,7 +137,7 @@ def _sentence(cls_text: str, method: str, label: str, published: str, s: dict[st
 def outside_range(sc: Scenario, sources: list[dict[str, Any]]) -> str | None:
     """A sentence when the scenario's scale lies outside every source's validated range."""
     n = sc.worker_count
-    rate = max(max(g.up, g.down) for g in sc.groups) * 8 / sc.cluster.goodput
+    rate = max(max(g.up, g.down) for g in sc.cluster.servers())  # NIC line rate, bits/s
     for s in sources:
         workers, rates = s.get("workers"), s.get("bandwidth_bps")
         inside = (workers is None or workers[0] <= n <= workers[1]) and (
