@@ -67,3 +67,11 @@ def test_asp_rows_get_per_worker_errors_in_the_csv_and_the_page() -> None:
     text = markdown([r], summarize([r]), {})
     assert "| 1 | asp | w0 | 0.800 | +0.0% | +12.5% |" in text
     assert "+12.5% (asp w0)" in text  # the summary's worst worker
+
+
+def test_heterogeneous_column_from_speeds_or_quotas():
+    from ddlperf.report.validation_report import heterogeneous
+
+    assert not heterogeneous({"speeds": [1.0]})
+    assert heterogeneous({"speeds": [0.4, 1.0]})
+    assert heterogeneous({"speeds": [1.0], "cpu_quota": {"w1": 0.5}})

@@ -286,7 +286,7 @@ def _slowest_worker_changes(sc: Scenario, p: Prediction) -> list[tuple[str, str,
             e.get("count", 1) for e in dropped):
         dropped = []
     if dropped:
-        out.append((f"drop-slowest", f"without the slowest {unit} ({worker}, group {slow.name})",
+        out.append(("drop-slowest", f"without the slowest {unit} ({worker}, group {slow.name})",
                     _with_cluster({**data, key: dropped}),
                     f"--config with {key}[{s_index}] count − 1"))
     replaced = [dict(e) for e in data[key]]

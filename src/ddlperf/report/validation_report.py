@@ -19,7 +19,8 @@ METHODS = ("analytic", "simulate")
 TARGET_WORST_PCT = 10.0
 CSV_COLUMNS = [
     "scenario", "method", "status", "arch", "sync", "staleness", "sharding", "workers", "ps",
-    "compute", "heterogeneous", "bandwidth_bps", "parameter_bytes", "batch_size", "predicted_s", "measured_s",
+    "compute", "heterogeneous", "bandwidth_bps", "parameter_bytes", "batch_size", "predicted_s",
+    "measured_s",
     "error_pct", "measured_p5_s", "measured_p50_s", "measured_p95_s", "predicted_p5_s",
     "predicted_p95_s", "predicted_throughput", "measured_throughput", "throughput_error_pct",
     "bottleneck_predicted", "bottleneck_measured", "rates", "probe_max_deviation_pct",

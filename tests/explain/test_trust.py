@@ -1,0 +1,67 @@
+"""How far to trust a prediction, from the published validation results of its class."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from ddlperf.api import scenario
+from ddlperf.explain import trust
+
+
+def _rows_of(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_published_results_are_package_data():
+    rows = trust._rows("validation.csv")
+    assert rows and "heterogeneous" in rows[0]
+
+
+def test_class_rows_and_numbers_come_from_the_published_file():
+    cluster = {"workers": [{"name": "fast", "count": 2}, {"name": "slow", "count": 1,
+                                                          "speed": 0.4}], "ps": 1}
+    sc = scenario(model="resnet18", cluster=cluster, sync="ssp", staleness=2)
+    t = trust.trust_for(sc, "simulate")
+    assert t["class"] == {"arch": "ps", "sync": "ssp", "heterogeneous": True}
+    rows = [r for r in trust._rows("validation.csv")
+            if r["method"] == "simulate" and r["arch"] == "ps" and r["sync"] == "ssp"
+            and r["heterogeneous"] == "True" and r["status"] == "ok"]
+    source = t["sources"][0]
+    assert source["runs"] == len(rows) > 0
+    worst = max((float(r["error_pct"]) for r in rows), key=abs)
+    assert source["within_pct"] == pytest.approx(abs(worst))
+    assert f"within {abs(worst):.1f}%" in t["text"]
+    assert "PS + SSP with mixed workers" in t["text"]
+
+
+def test_outside_the_validated_scale_is_said(tmp_path, monkeypatch):
+    sc = scenario(model="resnet50", workers=64, ps=2)
+    t = trust.trust_for(sc, "analytic")
+    assert "outside the validated range" in t["text"]
+
+
+def test_a_class_without_runs_falls_back_to_the_architecture(tmp_path, monkeypatch):
+    path = tmp_path / "validation.csv"
+    fields = ["scenario", "method", "status", "arch", "sync", "staleness", "heterogeneous",
+              "workers", "bandwidth_bps", "error_pct"]
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerow({"scenario": "a", "method": "analytic", "status": "ok", "arch": "ps",
+                         "sync": "bsp", "staleness": "", "heterogeneous": "False",
+                         "workers": 2, "bandwidth_bps": 1e8, "error_pct": -3.0})
+    monkeypatch.setattr(trust, "DATA", tmp_path)
+    trust._rows.cache_clear()
+    try:
+        t = trust.trust_for(scenario(model="resnet50", workers=2, ps=1, sync="asp"),
+                            "analytic")
+        assert t["sources"][0]["scope"] == "architecture"
+        assert t["text"].startswith("No validated run of this class (PS + ASP")
+        none = trust.trust_for(scenario(model="resnet50", workers=2, arch="allreduce"),
+                               "analytic")
+        assert none["sources"] == [] and "unchecked estimate" in none["text"]
+    finally:
+        trust._rows.cache_clear()
