@@ -26,6 +26,7 @@ from ddlperf.explain.loads import (
 )
 from ddlperf.explain.whatifs import WhatIf, candidates, evaluate
 from ddlperf.prediction import Prediction
+from ddlperf.predictors.simulate.tracks import TrackLog
 
 __all__ = ["Explanation", "WhatIf", "explain"]
 
@@ -43,6 +44,7 @@ class Explanation:
     what_ifs: list[WhatIf]
     critical_path: dict[str, Any] | None = None
     trust: dict[str, Any] = field(default_factory=dict)
+    timeline: TrackLog | None = field(default=None, repr=False)  # simulate: its operations
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,7 +66,6 @@ def explain(method: str = "analytic", *, what_ifs: bool = True, **kwargs: Any) -
     from ddlperf import api
     from ddlperf.explain.critical_path import critical_path
     from ddlperf.explain.trust import trust_for
-    from ddlperf.predictors.simulate.tracks import TrackLog
 
     log = TrackLog() if method == "simulate" else None
     base = api.predict(method=method, timeline=log, **kwargs) if log is not None else \
@@ -81,4 +82,22 @@ def explain(method: str = "analytic", *, what_ifs: bool = True, **kwargs: Any) -
                            lambda **kw: api.predict(method=method, **kw))
     path = critical_path(sc, base, log) if log is not None else None
     return Explanation(base, words, loads, shards, imbalance(shards), waits, changes, path,
-                       trust_for(sc, method))
+                       trust_for(sc, method), log)
+
+
+# Iterations of the short run that shows one steady-state iteration (warm-up, then two).
+TIMELINE_RUN = {"iterations": 2, "warmup": 2}
+
+
+def simulated_iteration(**kwargs: Any) -> tuple[TrackLog, dict[str, Any] | None]:
+    """The simulator's timeline and critical path of one steady-state iteration of a scenario
+    (``kwargs``: :func:`ddlperf.api.predict`'s), from a short run with the given seed and
+    jitter — what the HTML report shows next to an analytic explanation."""
+    from ddlperf import api
+    from ddlperf.explain.critical_path import critical_path
+
+    log = TrackLog()
+    options = {k: v for k, v in kwargs.items() if k not in ("trace", "iterations", "warmup")}
+    p = api.predict(method="simulate", timeline=log, **TIMELINE_RUN, **options)
+    sc = api.scenario(**{k: v for k, v in options.items() if k not in api.SIMULATE_OPTIONS})
+    return log, critical_path(sc, p, log)

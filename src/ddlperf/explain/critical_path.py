@@ -260,6 +260,8 @@ def _merge(tl: _Timeline, chain: list[tuple[_Op | None, float, float, str]],
     out: list[dict[str, Any]] = []
     for op, start, end, kind in chain:
         where = _where(tl, op) if op is not None else ""
+        track = "" if op is None else (
+            f"{_span(tl.streams[op.stream].processes)} {tl.streams[op.stream].thread}")
         label = op.label if op is not None else ("message latency α" if kind == "latency"
                                                  else "waiting (no operation on the path)")
         last = out[-1] if out else None
@@ -268,7 +270,7 @@ def _merge(tl: _Timeline, chain: list[tuple[_Op | None, float, float, str]],
             last["operations"] += 1
             last["last"] = label
             continue
-        out.append({"kind": kind, "where": where, "first": label, "last": label,
+        out.append({"kind": kind, "where": where, "track": track, "first": label, "last": label,
                     "operations": 1, "start_s": start - begin, "duration_s": end - start})
     for segment in out:
         segment["what"] = (segment["first"] if segment["operations"] == 1 else

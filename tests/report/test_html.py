@@ -1,0 +1,59 @@
+"""The HTML report: self-contained, and rendered by headless Chromium with its figures."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from ddlperf.explain import explain, simulated_iteration
+from ddlperf.io import write_atomic
+from ddlperf.report.html import scenario_report
+from tests.report import chromium
+
+SCENARIO = {"model": "resnet50", "workers": 16, "ps": 2}
+
+
+@pytest.fixture(scope="module")
+def report_html():
+    e = explain(**SCENARIO)
+    return scenario_report(e, simulated_iteration(**SCENARIO), "ddlperf report --workers 16")
+
+
+def test_page_is_self_contained(report_html):
+    references = re.findall(r'(?:src|href)="([^"]*)"', report_html)
+    assert references and all(r.startswith("data:image/png;base64,") for r in references)
+    assert "http://" not in report_html.split("<body>")[1].replace("http://www.w3.org", "")
+    assert "@import" not in report_html and "url(" not in report_html
+
+
+def test_sections_and_figures_are_there(report_html):
+    for heading in ("Prediction", "Inputs", "Where the time goes",
+                    "One steady-state iteration (simulator)", "What-ifs", "How far to trust"):
+        assert f">{heading}" in report_html
+    figures = set(re.findall(r'<figure id="([^"]+)"', report_html))
+    assert figures == {"fig-breakdown", "fig-resources", "fig-timeline", "fig-whatifs"}
+
+
+def test_a_scenario_the_simulator_refuses_gets_a_page_without_timeline():
+    e = explain(**SCENARIO)
+    text = scenario_report(e, None)
+    assert "No timeline" in text and 'id="fig-timeline"' not in text
+
+
+@pytest.mark.skipif(chromium.skip_reason() is not None, reason=str(chromium.skip_reason()))
+def test_chromium_renders_the_page_offline_with_its_figures(report_html, tmp_path):
+    page = write_atomic(tmp_path / "report.html", report_html)
+    dom = chromium.run(page, tmp_path / "profile", "--dump-dom")
+    count = report_html.count("<figure ")
+    assert f'data-figures-rendered="{count}"' in dom  # every <img> decoded, none broken
+    assert dom.count('data-rendered="yes"') == count
+    shot = tmp_path / "shot.png"
+    chromium.run(page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1200,3000")
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)[..., :3]
+    ink = (pixels.mean(axis=2) < 0.9).mean()  # share of pixels that are not (near) white
+    assert ink > 0.05, "the page rendered blank"
+    assert np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0).shape[0] > 50
