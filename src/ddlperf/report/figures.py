@@ -100,7 +100,7 @@ def timeline_figure(log: TrackLog, path: dict[str, Any]) -> Any:
     end = begin + path["length_s"]
     rows = _rows(log, path["worker"])[:MAX_ROWS]
     fig, ax = plt.subplots(figsize=(9, 0.6 + 0.3 * len(rows)))
-    for y, (label, category, records) in enumerate(rows):
+    for y, (_label, category, records) in enumerate(rows):
         spans = [(max(r[1], begin) - begin, min(r[2], end) - max(r[1], begin))
                  for r in records if r[2] > begin and r[1] < end and r[2] > r[1]]
         if not spans:
