@@ -1,0 +1,235 @@
+"""``ddlperf plan``: the cheapest and the fastest clusters that meet a target, and the
+cost–time Pareto front.
+
+The search (:mod:`.space`) enumerates instance types and counts, PS shards, architectures,
+all-reduce algorithms and sync modes; every candidate is predicted with the analytic model
+(batched where it applies, :mod:`.evaluate`) on an executor (:mod:`ddlperf.executors`), rows
+streaming to a CSV/Parquet file if asked. Only the answers are kept in memory: the cheapest
+and the fastest candidate that meet the target within the budget, the best reachable one, and
+the Pareto front. The best few are then re-predicted with the simulator (percentiles
+included). Ctrl-C stops the search and keeps what finished.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddlperf.errors import InputError
+from ddlperf.plan.evaluate import evaluate_family
+from ddlperf.plan.pareto import Front
+from ddlperf.plan.prices import PriceTable, load_prices
+from ddlperf.plan.space import Candidate, SearchSpace, candidates
+from ddlperf.plan.target import Target
+
+__all__ = ["PlanResult", "SearchSpace", "Target", "load_prices", "plan"]
+
+# Candidates per chunk of work: a batched family is one vectorized call; others are predicted
+# one by one (~10 ms each), so their chunks are smaller to keep the workers balanced.
+BATCHED_CHUNK = 512
+SINGLE_CHUNK = 16
+
+
+@dataclass
+class PlanResult:
+    target: Target
+    prices: PriceTable
+    total: int
+    evaluated: int = 0
+    errors: int = 0
+    cheapest: dict[str, Any] | None = None
+    fastest: dict[str, Any] | None = None
+    best_reachable: dict[str, Any] | None = None
+    front: list[dict[str, Any]] = field(default_factory=list)
+    rechecks: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+    rows_file: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(row: dict[str, Any] | None) -> dict[str, Any] | None:
+            return None if row is None else {k: v for k, v in row.items() if k != "kwargs"}
+
+        return {
+            "target": {"kind": self.target.kind, "throughput_samples_per_s":
+                       self.target.throughput, "deadline_s": self.target.deadline_s,
+                       "samples": self.target.samples, "budget": self.target.budget,
+                       "text": self.target.describe()},
+            "prices": {"example": self.prices.example, "currency": self.prices.currency,
+                       "note": self.prices.note},
+            "candidates": self.total, "evaluated": self.evaluated, "errors": self.errors,
+            "interrupted": self.interrupted,
+            "cheapest": clean(self.cheapest), "fastest": clean(self.fastest),
+            "best_reachable": clean(self.best_reachable),
+            "pareto_front": [clean(r) for r in self.front],
+            "rechecks": self.rechecks,
+            "rows_file": None if self.rows_file is None else str(self.rows_file),
+            "notes": self.notes,
+        }
+
+
+def count(space: SearchSpace, table: PriceTable) -> int:
+    return sum(1 for _ in candidates(space, table))
+
+
+def chunks(space: SearchSpace, table: PriceTable) -> Iterator[list[Candidate]]:
+    """Consecutive candidates of one family, cut to the chunk sizes above."""
+    for _key, group in itertools.groupby(candidates(space, table), key=lambda c: c.family):
+        members = list(group)
+        size = BATCHED_CHUNK if members[0].batchable else SINGLE_CHUNK
+        for start in range(0, len(members), size):
+            yield members[start:start + size]
+
+
+def plan(
+    target: Target, space: SearchSpace, *, prices: PriceTable | None = None,
+    fixed: dict[str, Any] | None = None, executor: Any = None, rows: Any = None,
+    recheck: int = 3, simulate_options: dict[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PlanResult:
+    """Search ``space`` for ``target`` (see the module docstring).
+
+    ``fixed``: :func:`ddlperf.api.predict` keywords every candidate shares (the model, batch,
+    dtype, sharding, latency, …). ``executor``: an :class:`ddlperf.executors.Executor` (default:
+    this process). ``rows``: a :class:`ddlperf.report.rowfile.RowWriter` for every candidate's
+    row. ``recheck``: how many of the answers to re-predict with the simulator.
+    """
+    from ddlperf.executors import Executor
+
+    table = prices or load_prices()
+    fixed = dict(fixed or {})
+    _check_space(space, table)
+    total = count(space, table)
+    result = PlanResult(target, table, total)
+    if table.example:
+        result.notes.append("prices: the bundled EXAMPLE table (dated public list prices, not "
+                            "a quote); give --prices FILE with yours")
+    front = Front()
+    executor = executor or Executor()
+    queue: deque[list[Candidate]] = deque()  # chunks handed out, oldest first
+
+    def feed() -> Iterator[tuple[list[Candidate], dict[str, Any]]]:
+        for chunk in chunks(space, table):
+            queue.append(chunk)
+            yield chunk, fixed
+
+    try:
+        for rows_out in executor.map(evaluate_family, feed()):
+            chunk = queue.popleft()  # results come back in the order chunks went out
+            for candidate, row in zip(chunk, rows_out):
+                _account(result, front, target, candidate, row, fixed)
+            if rows is not None:
+                rows.write(rows_out)
+            if progress is not None:
+                progress(result.evaluated, total)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        executor.close()
+    result.front = front.rows()
+    if result.interrupted:
+        result.notes.append(f"interrupted: {result.evaluated:,} of {total:,} candidates "
+                            "searched; the answers are over those only")
+        return result
+    if result.cheapest is None:
+        raise _unmet(target, result)
+    if recheck > 0:
+        result.rechecks = _recheck(result, target, recheck, simulate_options or {})
+    return result
+
+
+def _check_space(space: SearchSpace, table: PriceTable) -> None:
+    if not table.instances:
+        raise InputError("--prices", "the price table lists no instances")
+
+
+def _account(result: PlanResult, front: Front, target: Target, candidate: Candidate,
+             row: dict[str, Any], fixed: dict[str, Any]) -> None:
+    result.evaluated += 1
+    if row.get("error"):
+        result.errors += 1
+        return
+    row.update(target.measures(row))
+    kept = None
+
+    def keep() -> dict[str, Any]:
+        nonlocal kept
+        if kept is None:
+            kept = {**row, "kwargs": candidate.kwargs(fixed)}
+        return kept
+
+    thr = row["throughput_samples_per_s"]
+    best = result.best_reachable
+    if best is None or thr > best["throughput_samples_per_s"]:
+        result.best_reachable = keep()
+    if row.get("within_budget", True):
+        front.add(row["cost"], thr, keep)
+    if not row["meets"]:
+        return
+    cheapest = result.cheapest
+    if cheapest is None or (row["cost"], -thr) < (cheapest["cost"],
+                                                  -cheapest["throughput_samples_per_s"]):
+        result.cheapest = keep()
+    fastest = result.fastest
+    if fastest is None or (-thr, row["cost"]) < (-fastest["throughput_samples_per_s"],
+                                                 fastest["cost"]):
+        result.fastest = keep()
+
+
+def _unmet(target: Target, result: PlanResult) -> InputError:
+    flag = "--throughput" if target.kind == "throughput" else "--deadline"
+    best = result.best_reachable
+    if best is None:
+        return InputError(flag, f"none of the {result.total:,} searched clusters could be "
+                          "predicted", "check the model and the price table")
+    where = (f"{best['servers']} × {best['instance']}, {best['arch']}"
+             + (f" with {best['ps']} PS" if best["ps"] else ""))
+    if target.kind == "throughput":
+        reach = f"{best['throughput_samples_per_s']:,.0f} samples/s ({where})"
+    else:
+        from ddlperf.units import format_duration
+
+        reach = f"{format_duration(best['job_s'])} for the job ({where})"
+    budget = " within the budget" if target.budget is not None else ""
+    return InputError(flag, f"no searched cluster meets {target.describe()}{budget}: the best "
+                      f"reachable is {reach}",
+                      "lower the target, raise --max-servers or --budget, or allow more "
+                      "instance types")
+
+
+def _recheck(result: PlanResult, target: Target, limit: int,
+             options: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cheapest, the fastest, then the front, re-predicted with the simulator."""
+    from ddlperf import api
+
+    chosen: list[tuple[str, dict[str, Any]]] = []
+    for label, row in [("cheapest", result.cheapest), ("fastest", result.fastest),
+                       *(("pareto", r) for r in result.front)]:
+        if row is not None and all(row is not r for _l, r in chosen):
+            chosen.append((label, row))
+    out = []
+    for label, row in chosen[:limit]:
+        entry: dict[str, Any] = {"which": label, "instance": row["instance"],
+                                 "servers": row["servers"], "arch": row["arch"],
+                                 "ps": row["ps"], "sync": row["sync"],
+                                 "analytic_throughput": row["throughput_samples_per_s"]}
+        try:
+            p = api.predict(method="simulate", **row["kwargs"], **options)
+        except InputError as exc:
+            entry["error"] = str(exc)
+            out.append(entry)
+            continue
+        spread = (p.percentiles or {}).get("throughput_samples_per_s", {})
+        simulated = {**row, "throughput_samples_per_s": p.throughput_samples_per_s}
+        entry.update({
+            "simulate_throughput": p.throughput_samples_per_s,
+            "simulate_p5": spread.get("p5"), "simulate_p95": spread.get("p95"),
+            "difference": p.throughput_samples_per_s / row["throughput_samples_per_s"] - 1,
+            "meets_simulate": target.measures(simulated)["meets"],
+        })
+        out.append(entry)
+    return out

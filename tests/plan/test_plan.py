@@ -1,0 +1,135 @@
+"""plan: the cheapest answer meets the target when predicted directly and nothing cheaper in
+the searched space does; the Pareto front; deadlines, budgets, bad input, Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from ddlperf.api import predict
+from ddlperf.errors import InputError
+from ddlperf.plan import SearchSpace, Target, plan
+from ddlperf.report.rowfile import RowWriter
+
+FIXED = {"model": "resnet50"}
+
+
+def _space(table, **kwargs):
+    return SearchSpace(instances=table.instances, servers=kwargs.pop("servers", range(1, 17)),
+                       ps=kwargs.pop("ps", (1, 2, 4)), **kwargs)
+
+
+def _all_rows(tmp_path, table, target, space):
+    writer = RowWriter(tmp_path / "rows.csv", "--csv")
+    result = plan(target, space, prices=table, fixed=FIXED, rows=writer, recheck=0)
+    writer.close()
+    with open(tmp_path / "rows.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return result, rows
+
+
+def test_cheapest_meets_the_target_directly_and_nothing_cheaper_does(tmp_path, table):
+    target = Target(throughput=3000)
+    result, rows = _all_rows(tmp_path, table, target, _space(table))
+    cheapest = result.cheapest
+    direct = predict(**cheapest["kwargs"])
+    assert direct.throughput_samples_per_s >= 3000
+    assert direct.throughput_samples_per_s == pytest.approx(
+        cheapest["throughput_samples_per_s"], rel=1e-9)
+    assert len(rows) == result.total == result.evaluated
+    for row in rows:
+        if float(row["price_per_hour"]) < cheapest["price_per_hour"]:
+            assert row["meets"] == "False", row
+    assert result.fastest["throughput_samples_per_s"] == max(
+        float(r["throughput_samples_per_s"]) for r in rows if r["meets"] == "True")
+
+
+def test_batched_rows_equal_direct_predictions(table):
+    from ddlperf.plan.evaluate import evaluate_family
+    from ddlperf.plan.space import candidates
+
+    space = SearchSpace(instances=[table.instances[1]], servers=[1, 3, 8], ps=[2])
+    family = [c for c in candidates(space, table) if c.arch == "ps"]
+    assert family[0].batchable
+    for candidate, row in zip(family, evaluate_family(family, FIXED)):
+        direct = predict(**candidate.kwargs(FIXED))
+        assert row["throughput_samples_per_s"] == pytest.approx(
+            direct.throughput_samples_per_s, rel=1e-9)
+        assert row["bottleneck"] == direct.bottleneck
+
+
+def test_pareto_front_is_exactly_the_undominated_rows(tmp_path, table):
+    result, rows = _all_rows(tmp_path, table, Target(throughput=1000), _space(table))
+    points = [(float(r["cost"]), float(r["throughput_samples_per_s"])) for r in rows
+              if r["cost"]]
+    front = [(r["cost"], r["throughput_samples_per_s"]) for r in result.front]
+    assert front == sorted(front)
+    for c, t in front:  # nothing dominates a front point
+        assert not any(c2 <= c and t2 >= t and (c2, t2) != (c, t) for c2, t2 in points)
+    for c, t in points:  # every other point is dominated by one on the front
+        assert any(fc <= c and ft >= t for fc, ft in front)
+
+
+def test_deadline_and_budget(tmp_path, table):
+    target = Target(deadline_s=3600, samples=20_000_000, budget=100)
+    result, rows = _all_rows(tmp_path, table, target, _space(table))
+    cheapest = result.cheapest
+    assert cheapest["job_s"] <= 3600 and cheapest["cost"] <= 100
+    assert cheapest["cost"] == pytest.approx(
+        cheapest["price_per_hour"] * 20_000_000 / cheapest["throughput_samples_per_s"] / 3600)
+    for row in rows:
+        if row["cost"] and float(row["cost"]) < cheapest["cost"]:
+            assert float(row["job_s"]) > 3600
+
+
+def test_unreachable_target_names_the_best_reachable(table):
+    with pytest.raises(InputError) as info:
+        plan(Target(throughput=10_000_000), _space(table, servers=[1, 2]), prices=table,
+             fixed=FIXED, recheck=0)
+    text = str(info.value)
+    assert text.startswith("--throughput") and "best reachable is" in text
+
+
+def test_simulate_recheck_of_the_answers(table):
+    result = plan(Target(throughput=3000), _space(table, servers=range(1, 9)), prices=table,
+                  fixed=FIXED, recheck=2, simulate_options={"iterations": 3, "warmup": 1})
+    assert [r["which"] for r in result.rechecks] == ["cheapest", "fastest"]
+    for r in result.rechecks:
+        assert r["simulate_p5"] <= r["simulate_throughput"] <= r["simulate_p95"] + 1e-9
+        assert abs(r["difference"]) < 0.05  # deterministic, homogeneous: the methods agree
+
+
+def test_ctrl_c_keeps_what_finished(tmp_path, table):
+    writer = RowWriter(tmp_path / "part.csv", "--csv")
+    seen = []
+
+    def stop_after_two(done, total):
+        seen.append(done)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    result = plan(Target(throughput=3000), _space(table), prices=table, fixed=FIXED,
+                  rows=writer, recheck=0, progress=stop_after_two)
+    writer.close()
+    assert result.interrupted and result.evaluated == seen[-1] < result.total
+    with open(tmp_path / "part.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == result.evaluated
+    assert any("interrupted" in n for n in result.notes)
+
+
+def test_mixes_are_searched_on_request(table):
+    space = SearchSpace(instances=table.instances[:2], servers=[4], ps=[1], mixes=True,
+                        arch=("ps",))
+    from ddlperf.plan.space import candidates
+
+    mixed = [c for c in candidates(space, table) if len(c.parts) == 2]
+    assert {tuple(n for _i, n in c.parts) for c in mixed} == {(1, 3), (2, 2), (3, 1)}
+    result = plan(Target(throughput=100), space, prices=table, fixed=FIXED, recheck=0)
+    assert result.evaluated == result.total and result.errors == 0
+
+
+def test_missing_ps_hosts_is_bad_input(table):
+    no_hosts = table.model_copy(update={"ps_hosts": ()})
+    with pytest.raises(InputError, match="no ps_hosts"):
+        plan(Target(throughput=100), _space(no_hosts), prices=no_hosts, fixed=FIXED)
