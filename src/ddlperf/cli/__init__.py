@@ -12,7 +12,7 @@ from ddlperf.cli.app import app
 from ddlperf.errors import InputError
 
 _COMMAND_MODULES = (
-    "predict", "sweep", "catalogs", "profile", "cluster", "measure", "validate",
+    "predict", "sweep", "catalogs", "profile", "cluster", "measure", "validate", "plan",
 )
 
 

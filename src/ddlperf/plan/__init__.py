@@ -98,7 +98,7 @@ def plan(
     this process). ``rows``: a :class:`ddlperf.report.rowfile.RowWriter` for every candidate's
     row. ``recheck``: how many of the answers to re-predict with the simulator.
     """
-    from ddlperf.executors import Executor
+    from ddlperf.executors import Executor, map_grouped
 
     table = prices or load_prices()
     fixed = dict(fixed or {})
@@ -118,7 +118,7 @@ def plan(
             yield chunk, fixed
 
     try:
-        for rows_out in executor.map(evaluate_family, feed()):
+        for rows_out in map_grouped(executor, evaluate_family, feed()):
             chunk = queue.popleft()  # results come back in the order chunks went out
             for candidate, row in zip(chunk, rows_out):
                 _account(result, front, target, candidate, row, fixed)
@@ -208,7 +208,7 @@ def _recheck(result: PlanResult, target: Target, limit: int,
 
     chosen: list[tuple[str, dict[str, Any]]] = []
     for label, row in [("cheapest", result.cheapest), ("fastest", result.fastest),
-                       *(("pareto", r) for r in result.front)]:
+                       *(("pareto", r) for r in result.front if r["meets"])]:
         if row is not None and all(row is not r for _l, r in chosen):
             chosen.append((label, row))
     out = []

@@ -269,3 +269,50 @@ def _cell(value: Any) -> str:
 def figure(uri: str, caption: str, ident: str) -> str:
     """An inline figure for sweep and plan reports."""
     return _figure(uri, caption, ident)
+
+
+def plan_report(result: Any, command: str | None = None) -> str:
+    """The HTML page of a plan: target, prices used (with sources), answers, re-checks and
+    the Pareto front (figure and table)."""
+    from ddlperf.report import figures
+    from ddlperf.report.plan_text import pareto_figure
+
+    prices = result.prices
+    body = [f'<p class="scenario">Target: {_e(result.target.describe())}</p>']
+    if command:
+        body.append(f'<p class="dim">made by: <code>{_e(command)}</code></p>')
+    body.append(f"<p>Searched {result.evaluated:,} of {result.total:,} candidate clusters"
+                + (" (interrupted)" if result.interrupted else "") + ".</p>")
+    if prices.example:
+        body.append('<p class="answer">Prices: the bundled EXAMPLE table — dated public list '
+                    "prices, not a quote.</p>")
+    answers = [(label, row) for label, row in (("cheapest", result.cheapest),
+                                               ("fastest", result.fastest)) if row]
+    columns = ["which", "instance", "servers", "workers", "arch", "ps", "ps_host", "sync",
+               "throughput_samples_per_s", "price_per_hour", "job_s", "cost", "bottleneck"]
+    body += ["<h2>Answers</h2>", rows_table([{"which": label, **row} for label, row in answers],
+                                            columns)]
+    if result.rechecks:
+        body += ["<h2>Re-checked with the simulator</h2>",
+                 rows_table(result.rechecks, ["which", "instance", "servers", "arch", "ps",
+                                              "sync", "analytic_throughput",
+                                              "simulate_throughput", "simulate_p5",
+                                              "simulate_p95", "meets_simulate", "error"])]
+    if result.front:
+        body += ["<h2>Cost–time Pareto front</h2>",
+                 figure(figures.data_uri(pareto_figure(result)),
+                        "Clusters no other searched cluster beats on both cost and speed",
+                        "fig-pareto"),
+                 rows_table(result.front, columns[1:])]
+    body += ["<h2>Prices used</h2>", _table(
+        ["name", "kind", "device", "GPUs", "NIC", "per hour", "source", "date"],
+        [(i.name, "instance", i.device, i.gpus, format_bandwidth(i.bandwidth),
+          f"{i.price_per_hour:g} {prices.currency}", i.source, i.date)
+         for i in prices.instances]
+        + [(h.name, "PS host", "", "", format_bandwidth(h.bandwidth),
+            f"{h.price_per_hour:g} {prices.currency}", h.source, h.date)
+           for h in prices.ps_hosts])]
+    if result.notes:
+        body += ["<h2>Notes</h2>", "<ul>", *(f"<li>{_e(n)}</li>" for n in result.notes),
+                 "</ul>"]
+    return page("ddlperf plan", body)
