@@ -12,7 +12,8 @@ from ddlperf.cli.app import app
 from ddlperf.errors import InputError
 
 _COMMAND_MODULES = (
-    "predict", "sweep", "catalogs", "profile", "cluster", "measure", "validate", "plan",
+    "predict", "sweep", "catalogs", "profile", "cluster", "measure", "validate", "explain",
+    "report", "plan",
 )
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ddlperf.cli.app import app
-from ddlperf.cli.common import console, handle_input_errors, print_json
+from ddlperf.cli.common import handle_input_errors, make_console, print_json
 from ddlperf.cli.ranges import parse_counts
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable, write_atomic
@@ -193,6 +193,7 @@ def _outputs(result: Any, plot: Path | None, html: Path | None, json_output: boo
     if json_output:
         print_json(result.to_dict())
         return
+    console = make_console()
     render(result, console, seconds)
     for path, what in ((plot, "Pareto plot"), (html, "HTML report"),
                        (result.rows_file, "rows")):

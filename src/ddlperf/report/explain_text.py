@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ddlperf.explain import Explanation
-from ddlperf.report.table import _scenario_line as scenario_line
+from ddlperf.report.header import scenario_lines, speedup_text
 from ddlperf.units import format_bandwidth, format_duration, format_size
 
 BAR_WIDTH = 20
@@ -124,9 +124,9 @@ def render(e: Explanation, console: Console | None = None) -> None:
     """Print the explanation (see the module docstring)."""
     console = console or Console()
     p = e.prediction
-    parts: list[Any] = [Text(scenario_line(p), style="cyan")]
+    parts: list[Any] = [Text(line, style="cyan") for line in scenario_lines(p)]
     headline = (f"Iteration {format_duration(p.iteration_time_s)}, "
-                f"{p.throughput_samples_per_s:,.1f} samples/s, speedup {p.speedup:.2f}×, "
+                f"{p.throughput_samples_per_s:,.1f} samples/s, speedup {speedup_text(p.speedup)}, "
                 f"scaling efficiency {100 * p.scaling_efficiency:.0f}%.")
     parts += [Text(headline, style="bold"), Text(e.bottleneck), Text("")]
     if e.resources:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ddlperf.explain import Explanation
 from ddlperf.predictors.simulate.tracks import TrackLog
-from ddlperf.report.table import _scenario_line as scenario_line
+from ddlperf.report.header import scenario_lines
 from ddlperf.units import format_bandwidth, format_duration, format_size
 
 MAX_TABLE_ROWS = 500
@@ -89,7 +89,7 @@ def scenario_report(e: Explanation, timeline: tuple[TrackLog, dict[str, Any] | N
     from ddlperf.report import figures
 
     p = e.prediction
-    body = [f'<p class="scenario">{_e(scenario_line(p))}</p>']
+    body = [f'<p class="scenario">{"<br>".join(_e(line) for line in scenario_lines(p))}</p>']
     if command:
         body.append(f'<p class="dim">made by: <code>{_e(command)}</code></p>')
     body.append(f'<p class="answer">{_e(e.bottleneck)}</p>')
