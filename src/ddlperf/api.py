@@ -7,8 +7,8 @@ as well as base-unit numbers (bits/s, seconds, bytes).
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
 import inspect
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
