@@ -102,3 +102,34 @@ def test_batch_size_sweeps_a_workload_file(tmp_path):
                                  "--json"])
     assert result.exit_code == 0, result.output
     assert len({r["throughput_samples_per_s"] for r in json.loads(result.stdout)}) == 3
+
+
+@pytest.mark.slow
+def test_streamed_sweeps_hold_a_chunk_not_the_grid(tmp_path):
+    """Memory of a streamed sweep does not grow with the grid (rows go to the file)."""
+    import tracemalloc
+
+    from ddlperf.report.rowfile import RowWriter
+    from ddlperf.sweep import iter_sweep
+
+    sweep({"workers": [1, 2]}, model="resnet50")  # warm caches outside the measurement
+
+    def peak(workers: int) -> tuple[int, float]:
+        axes = {"workers": list(range(1, workers + 1)), "ps": [1, 2], "sync": ["bsp", "asp"],
+                "bandwidth": [1e9, 1e10]}
+        tracemalloc.start()
+        writer = RowWriter(tmp_path / f"rows{workers}.csv", "--csv")
+        count = 0
+        for rows in iter_sweep(axes, model="resnet50", chunk_points=500):
+            writer.write(rows)
+            count += len(rows)
+        writer.close()
+        top = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return count, top
+
+    small, big = peak(250), peak(1500)
+    assert (small[0], big[0]) == (2000, 12000)
+    assert big[1] < 1.5 * small[1]  # six times the rows, about the same memory
+    with open(tmp_path / "rows1500.csv") as f:
+        assert sum(1 for _ in f) == 12001

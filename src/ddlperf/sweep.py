@@ -14,8 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import warnings
-from collections.abc import Collection, Iterable, Sequence
-from multiprocessing import get_context
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from ddlperf.api import (
@@ -56,35 +55,64 @@ def grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()) -> list[di
     servers of more than one GPU; points that become identical after that are kept once, in
     first-seen order.
     """
+    return list(iter_grid(axes, fixed))
+
+
+def iter_grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()
+              ) -> Iterator[dict[str, Any]]:
+    """:func:`grid` one point at a time (a grid of millions is never held in memory).
+
+    Repeated axis values are dropped up front. A point can only coincide with another after
+    normalisation if one of the rules applies to it, so only such points are remembered.
+    """
+    check_axes(axes)
+    names = list(axes)
+    distinct = [list({_hashable(v): v for v in axes[n]}.values()) for n in names]
+    seen: set[tuple[Any, ...]] = set()
+    for values in itertools.product(*distinct):
+        point = dict(zip(names, values))
+        if not _normalise(point, fixed):
+            yield point
+            continue
+        key = tuple(_hashable(point.get(n)) for n in names)
+        if key not in seen:
+            seen.add(key)
+            yield point
+
+
+def check_axes(axes: dict[str, Sequence[Any]]) -> None:
+    """Every axis is a scenario parameter with at least one value."""
     for name, values in axes.items():
         if name not in AXES:
             raise InputError(f"sweep axis {name!r}", "is not a scenario parameter",
                              f"use one of {', '.join(AXES)}")
         if not values:
             raise InputError(f"sweep axis {name!r}", "has no values", "give at least one")
-    names = list(axes)
-    seen: set[tuple[Any, ...]] = set()
-    points = []
-    for values in itertools.product(*(axes[n] for n in names)):
-        point = dict(zip(names, values))
-        if point.get("arch") == "allreduce":  # synchronous and without parameter servers
-            if "ps" in point or "ps" in fixed:  # a fixed PS count is for the PS rows
-                point["ps"] = 0
-            if "sync" in point:
-                point["sync"] = "bsp"
-            if "local_aggregation" in point:
-                point["local_aggregation"] = False
-        elif "allreduce" in point:
-            point["allreduce"] = "ring"
-        if "intra" in point and point.get("gpus_per_node") in (None, 1):
-            point["intra"] = None
-        if "staleness" in point and point.get("sync", "bsp") != "ssp":
-            point["staleness"] = None
-        key = tuple(point.get(n) for n in names)
-        if key not in seen:
-            seen.add(key)
-            points.append(point)
-    return points
+
+
+def _normalise(point: dict[str, Any], fixed: Collection[str]) -> bool:
+    """Make ``point`` a valid scenario (see :func:`grid`); True if any rule applied."""
+    applied = False
+    if point.get("arch") == "allreduce":  # synchronous and without parameter servers
+        if "ps" in point or "ps" in fixed:  # a fixed PS count is for the PS rows
+            point["ps"] = 0
+            applied = True
+        if "sync" in point:
+            point["sync"] = "bsp"
+            applied = True
+        if "local_aggregation" in point:
+            point["local_aggregation"] = False
+            applied = True
+    elif "allreduce" in point:
+        point["allreduce"] = "ring"
+        applied = True
+    if "intra" in point and point.get("gpus_per_node") in (None, 1):
+        point["intra"] = None
+        applied = True
+    if "staleness" in point and point.get("sync", "bsp") != "ssp":
+        point["staleness"] = None
+        applied = True
+    return applied
 
 
 def _predict_points(
@@ -286,48 +314,77 @@ def sweep(
 
     Returns one row per point: the point's values, the headline results (``RESULT_KEYS``) and
     ``error`` (``None``, or the one-line reason a point is impossible, e.g. colocated shards
-    without enough workers). ``jobs=None`` uses every core.
+    without enough workers). ``jobs=None`` uses every core. For grids too big to hold, or to
+    run on a Ray or Dask cluster, use :func:`iter_sweep`.
     """
+    from ddlperf.executors import Executor, LocalExecutor
+
+    if jobs is not None and jobs < 1:
+        raise InputError("--jobs", f"must be ≥ 1, got {jobs}")
+    jobs = os.cpu_count() or 1 if jobs is None else jobs
+    total = count_points(axes, **fixed)
+    jobs = min(jobs, max(1, total // MIN_POINTS_PER_JOB))
+    chunk = max(1, min(CHUNK_POINTS, -(-total // jobs)))
+    executor = LocalExecutor(jobs) if jobs > 1 else Executor()
+    with executor:
+        return [row for rows in iter_sweep(axes, method=method, executor=executor,
+                                           chunk_points=chunk, **fixed) for row in rows]
+
+
+# Points per chunk of work: enough for large batches, few enough to stream and balance.
+CHUNK_POINTS = 4096
+
+
+def count_points(axes: dict[str, Sequence[Any]], **fixed: Any) -> int:
+    """How many rows a sweep of ``axes`` has (normalised duplicates dropped)."""
+    names = {k for k, v in fixed.items() if v is not None}
+    return sum(1 for _ in iter_grid(axes, names))
+
+
+def iter_sweep(
+    axes: dict[str, Sequence[Any]],
+    *,
+    method: str = "analytic",
+    executor: Any = None,
+    chunk_points: int = CHUNK_POINTS,
+    progress: Callable[[int], None] | None = None,
+    **fixed: Any,
+) -> Iterator[list[dict[str, Any]]]:
+    """The rows of :func:`sweep`, chunk by chunk in grid order, as the ``executor``
+    (:mod:`ddlperf.executors`; default: this process) finishes them — nothing but the chunks
+    in flight is held. ``progress(rows_done)`` is called after each chunk. Implausible-value
+    warnings from the workers are issued once each, here."""
+    from ddlperf.executors import Executor, map_grouped
+
     if method not in METHODS:
         raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")
     if "config" in fixed:  # the name before it matched predict(cluster=…)
         fixed["cluster"] = fixed.pop("config")
-    points = grid(axes, {k for k, v in fixed.items() if v is not None})
+    names = {k for k, v in fixed.items() if v is not None}
+    check_axes(axes)  # before anything runs
     if "model" not in axes and fixed.get("workload") is None:
         fixed.setdefault("model", DEFAULTS["model"])
-    jobs = os.cpu_count() or 1 if jobs is None else jobs
-    if jobs < 1:
-        raise InputError("--jobs", f"must be ≥ 1, got {jobs}")
-    jobs = min(jobs, max(1, len(points) // MIN_POINTS_PER_JOB))
-    if jobs == 1:
-        return _predict_points(points, fixed, method)
-    # Points that differ only in numbers go to the same process, so that each process
-    # evaluates few, large batches (rows are put back in grid order below).
-    order = _batch_order(points)
-    size = -(-len(points) // jobs)
-    chunks = [([points[i] for i in order[s:s + size]], fixed, method)
-              for s in range(0, len(points), size)]
-    with get_context("fork").Pool(jobs) as pool:
-        parts = pool.map(_chunk, chunks)
-    for message in dict.fromkeys(m for _rows, messages in parts for m in messages):
-        warnings.warn(message, ImplausibleValueWarning, stacklevel=2)
-    rows: list[dict[str, Any]] = [{}] * len(points)
-    for i, row in zip(order, (row for part, _messages in parts for row in part)):
-        rows[i] = row
-    return rows
+    executor = executor or Executor()
+    points = iter_grid(axes, names)
 
+    def chunks() -> Iterator[tuple[list[dict[str, Any]], dict[str, Any], str]]:
+        while True:
+            part = list(itertools.islice(points, chunk_points))
+            if not part:
+                return
+            yield part, fixed, method
 
-# Axes whose values only change the numbers of a batch, not its shape.
-_NUMERIC_AXES = ("workers", "bandwidth", "latency", "goodput")
-
-
-def _batch_order(points: Sequence[dict[str, Any]]) -> list[int]:
-    """Point indices, grouped by the values of the non-numeric axes (first-seen order)."""
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, point in enumerate(points):
-        key = tuple((k, v) for k, v in point.items() if k not in _NUMERIC_AXES)
-        groups.setdefault(key, []).append(i)
-    return [i for members in groups.values() for i in members]
+    warned: set[str] = set()
+    done = 0
+    for rows, messages in map_grouped(executor, _chunk, ((c,) for c in chunks())):
+        for message in messages:
+            if message not in warned:
+                warned.add(message)
+                warnings.warn(message, ImplausibleValueWarning, stacklevel=2)
+        done += len(rows)
+        if progress is not None:
+            progress(done)
+        yield rows
 
 
 def columns(rows: Iterable[dict[str, Any]]) -> list[str]:

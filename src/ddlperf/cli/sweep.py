@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import csv
-import io
+import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -134,7 +134,12 @@ def sweep(
     jobs: Annotated[int, typer.Option(help="processes (0 = one per core, used from 400 points)")] = 0,
     x: Annotated[str | None, typer.Option(help="--plot: the axis on x [default: the first swept axis]")] = None,
     y: Annotated[str, typer.Option(help="--plot: throughput, iteration_time, speedup or efficiency")] = "throughput",
-    csv_path: Annotated[Path | None, typer.Option("--csv", help="write the rows as CSV")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="write the rows as CSV (streamed as they finish)")] = None,
+    parquet: Annotated[Path | None, typer.Option(help="write the rows as Parquet, streamed (needs pyarrow)")] = None,
+    html: Annotated[Path | None, typer.Option(help="write a self-contained HTML report (plot and rows)")] = None,
+    executor: Annotated[str, typer.Option(help="local (processes here), ray or dask (a cluster of that engine, see docs/executors.md)")] = "local",
+    executor_address: Annotated[str | None, typer.Option(help="ray: host:port of the head; dask: tcp://host:8786 [default: start a local one]")] = None,
+    progress: Annotated[bool | None, typer.Option(help="progress bar on stderr [default: on a terminal]")] = None,
     plot: Annotated[Path | None, typer.Option(help="write a plot of --y against --x (.png, .pdf or .svg)")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print the rows as JSON")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="every column, however wide the terminal")] = False,
@@ -144,43 +149,65 @@ def sweep(
     Every option shown with ",…" takes a comma-separated list (an inline device spec, which
     has commas itself, is for predict).
     """
-    from ddlperf.sweep import columns
-    from ddlperf.sweep import sweep as run_sweep
+    from ddlperf.sweep import columns, count_points
 
     check_method(method)
     axes = {k: v for k, v in scenario.items() if isinstance(v, list)}
     fixed = {k: v for k, v in scenario.items() if not isinstance(v, list)}
     if fixed.get("workload") is not None and "model" in axes:
         raise InputError("--model", "give either --model or --workload, not both")
-    for path, flag in ((csv_path, "--csv"), (plot, "--plot")):
+    for path, flag in ((csv_path, "--csv"), (plot, "--plot"), (html, "--html")):
         if path is not None:
             check_writable(path, flag)
     axes = axes or dict(DEFAULT_AXIS)
     x = x or next(iter(axes))
-    if plot is not None:
+    if plot is not None or html is not None:
         from ddlperf.report.sweep_plot import plot_format, result_key
 
-        plot_format(plot)
+        if plot is not None:
+            plot_format(plot)
         y = result_key(y)
         if x not in axes:
             raise InputError("--x", f"{x!r} is not a swept axis",
                              f"use one of {', '.join(axes)}")
-    rows = run_sweep(axes, method=method, jobs=jobs or None, **fixed)
-    if all(r.get("error") for r in rows):  # nothing to show: the first reason is the answer
+    total = count_points(axes, **fixed)
+    if total > MAX_ROWS_IN_MEMORY:
+        flag = "--json" if json_output else "--plot" if plot else "--html" if html else None
+        if flag is not None or (csv_path is None and parquet is None):
+            raise InputError(flag or "--csv", f"{total:,} rows are more than are shown or "
+                             f"plotted ({MAX_ROWS_IN_MEMORY:,})",
+                             "write them with --csv FILE or --parquet FILE (streamed)")
+    rows, interrupted, written, done = _run(axes, fixed, method, jobs, executor,
+                                            executor_address, csv_path, parquet, total,
+                                            progress)
+    if interrupted:
+        where = ("; they are in " + " and ".join(str(p) for p in written)) if written else ""
+        print(f"interrupted: {done:,} of {total:,} rows finished{where}", file=sys.stderr)
+        if not rows:
+            raise typer.Exit(130)
+    elif rows is not None and all(r.get("error") for r in rows):
+        for path in written:  # nothing to show: the first reason is the answer
+            path.unlink(missing_ok=True)
         raise fail(rows[0]["error"])
-    cols = columns(rows)
-    if csv_path is not None:
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=cols)
-        writer.writeheader()
-        writer.writerows(rows)
-        write_atomic(csv_path, buffer.getvalue())
+    if rows is None:
+        console = make_console(wide)
+        for path in written:
+            console.print(f"{total:,} rows written to {path}")
+        return
+    cols = columns(rows) if rows else []
     if plot is not None:
         from ddlperf.report.sweep_plot import plot_sweep
 
         plot_sweep(rows, x, y, plot, title=plot_title(axes, fixed))
+    if html is not None:
+        from ddlperf.report.html import sweep_report
+
+        write_atomic(html, sweep_report(rows, cols, x, y, plot_title(axes, fixed),
+                                        "ddlperf " + " ".join(sys.argv[1:])))
     if json_output:
         print_json(rows)
+        if interrupted:
+            raise typer.Exit(130)
         return
     console = make_console(wide)
     title = f"ddlperf sweep ({len(rows)} scenarios, method {method})"
@@ -190,6 +217,52 @@ def sweep(
     for line in [*row_errors(rows), *(f"note: {n}" for n in sweep_notes(axes, fixed)),
                  *([f"note: {hidden}"] if hidden else [])]:
         console.print(line, style=None if line.startswith("error") else "dim")
-    for path, what in ((csv_path, "CSV"), (plot, "plot")):
+    for path, what in ((csv_path, "CSV"), (parquet, "Parquet"), (plot, "plot"),
+                       (html, "HTML report")):
         if path is not None:
             console.print(f"{what} written to {path}")
+    if interrupted:
+        raise typer.Exit(130)
+
+
+# Rows kept for the table, the plot, --json and --html; bigger sweeps only stream to files.
+MAX_ROWS_IN_MEMORY = 200_000
+
+
+def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: int,
+         executor: str, address: str | None, csv_path: Path | None, parquet: Path | None,
+         total: int, progress: bool | None
+         ) -> tuple[list[dict[str, Any]] | None, bool, list[Path], int]:
+    """Run the sweep, streaming rows to the files: (the rows, kept when few enough, else
+    None; whether Ctrl-C stopped it; the files written; rows finished)."""
+    from ddlperf.cli.progress import progress_bar
+    from ddlperf.executors import make_executor
+    from ddlperf.report.rowfile import RowWriter
+    from ddlperf.sweep import MIN_POINTS_PER_JOB, iter_sweep
+
+    if executor == "local":
+        jobs = min(jobs or os.cpu_count() or 1, max(1, total // MIN_POINTS_PER_JOB))
+    engine = make_executor(executor, address, jobs or None)
+    writers = [RowWriter(path, flag) for path, flag in ((csv_path, "--csv"),
+                                                        (parquet, "--parquet")) if path]
+    keep: list[dict[str, Any]] | None = [] if total <= MAX_ROWS_IN_MEMORY else None
+    interrupted = False
+    done = 0
+    try:
+        with progress_bar("sweeping", total, progress) as update:
+            for rows in iter_sweep(axes, method=method, executor=engine,
+                                   progress=lambda n: update(n, total), **fixed):
+                for writer in writers:
+                    writer.write(rows)
+                if keep is not None:
+                    keep.extend(rows)
+                done += len(rows)
+    except KeyboardInterrupt:
+        interrupted = True
+    except BaseException:
+        engine.close()
+        for writer in writers:
+            writer.discard()
+        raise
+    engine.close()
+    return keep, interrupted, [writer.close() for writer in writers], done

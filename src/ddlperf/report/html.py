@@ -316,3 +316,22 @@ def plan_report(result: Any, command: str | None = None) -> str:
         body += ["<h2>Notes</h2>", "<ul>", *(f"<li>{_e(n)}</li>" for n in result.notes),
                  "</ul>"]
     return page("ddlperf plan", body)
+
+
+def sweep_report(rows: Sequence[dict[str, Any]], columns: Sequence[str], x: str, y: str,
+                 title: str, command: str | None = None) -> str:
+    """The HTML page of a sweep: its plot (``y`` against ``x``) and its rows."""
+    from ddlperf.report import figures
+    from ddlperf.report.sweep_plot import sweep_figure
+
+    body = [f'<p class="scenario">{_e(title)}</p>']
+    if command:
+        body.append(f'<p class="dim">made by: <code>{_e(command)}</code></p>')
+    ok = [r for r in rows if not r.get("error")]
+    body.append(f"<p>{len(rows):,} scenarios, {len(rows) - len(ok):,} of them impossible "
+                "(their reason is in the error column).</p>")
+    if ok:
+        body.append(figure(figures.data_uri(sweep_figure(list(rows), x, y, title)),
+                           f"{y} against {x}", "fig-sweep"))
+    body += ["<h2>Rows</h2>", rows_table(rows, columns)]
+    return page("ddlperf sweep", body)

@@ -19,7 +19,7 @@ from typing import Any
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable
 
-BATCH = 50_000
+BATCH = 20_000  # Parquet rows per row group (CSV rows are written as they come)
 
 
 def row_format(path: str | Path, field: str) -> str:
@@ -62,6 +62,8 @@ class RowWriter:
             self.rows += 1
             if len(self._buffer) >= BATCH:
                 self._flush()
+        if self.format == "csv":
+            self._flush()
 
     def _flush(self) -> None:
         if not self._buffer:

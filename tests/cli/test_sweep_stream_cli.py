@@ -1,0 +1,100 @@
+"""``ddlperf sweep`` for big grids: streamed files, executors, HTML, Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+
+import pytest
+from typer.testing import CliRunner
+
+import ddlperf.cli  # noqa: F401  (registers the commands)
+from ddlperf.cli import sweep as sweep_cli
+from ddlperf.cli.app import app
+from tests.conftest import assert_one_line_error
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, ["sweep", *args])
+
+
+def _csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_big_sweeps_only_stream_to_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep_cli, "MAX_ROWS_IN_MEMORY", 10)
+    out = tmp_path / "rows.csv"
+    result = invoke("--workers", "1,2,4,8,16,32", "--ps", "1,2,4", "--csv", str(out))
+    assert result.exit_code == 0, result.output
+    assert "18 rows written to" in result.stdout
+    assert len(_csv(out)) == 18
+    assert_one_line_error(invoke("--workers", "1,2,4,8,16,32", "--ps", "1,2,4"), "--csv",
+                          "more than are shown")
+    assert_one_line_error(invoke("--workers", "1,2,4,8,16,32", "--ps", "1,2,4", "--json",
+                                 "--csv", str(out)), "--json")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None,
+                    reason="needs pyarrow ('ddlperf[parquet]')")
+def test_parquet_and_csv_hold_the_same_rows(tmp_path):
+    import pyarrow.parquet as pq
+
+    result = invoke("--workers", "1,2,4", "--sync", "bsp,asp", "--csv", str(tmp_path / "r.csv"),
+                    "--parquet", str(tmp_path / "r.parquet"))
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(tmp_path / "r.parquet").to_pylist()
+    rows = _csv(tmp_path / "r.csv")
+    assert [r["workers"] for r in table] == [int(r["workers"]) for r in rows]
+    assert [r["throughput_samples_per_s"] for r in table] == pytest.approx(
+        [float(r["throughput_samples_per_s"]) for r in rows], rel=1e-12)
+
+
+def test_html_report_of_a_sweep(tmp_path):
+    out = tmp_path / "s.html"
+    result = invoke("--workers", "1,2,4,8", "--ps", "1,2", "--html", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert 'id="fig-sweep"' in text and text.count("<tr>") >= 9
+
+
+def test_ctrl_c_keeps_the_finished_rows(tmp_path, monkeypatch):
+    import ddlperf.sweep
+
+    real = ddlperf.sweep.iter_sweep
+
+    def interrupted(*args, **kwargs):
+        kwargs["chunk_points"] = 2
+        for i, rows in enumerate(real(*args, **kwargs)):
+            if i == 2:
+                raise KeyboardInterrupt
+            yield rows
+
+    monkeypatch.setattr(ddlperf.sweep, "iter_sweep", interrupted)
+    out = tmp_path / "part.csv"
+    result = invoke("--workers", "1,2,4,8,16,32", "--csv", str(out))
+    assert result.exit_code == 130
+    assert "interrupted: 4 of 6 rows finished; they are in" in result.stderr
+    assert len(_csv(out)) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                    reason="needs dask.distributed ('ddlperf[dask]')")
+def test_sweep_on_a_local_dask_cluster_equals_local(tmp_path):
+    args = ["--workers", "1,2,4,8", "--ps", "1,2", "--sync", "bsp,asp"]
+    assert invoke(*args, "--csv", str(tmp_path / "a.csv")).exit_code == 0
+    result = invoke(*args, "--csv", str(tmp_path / "b.csv"), "--executor", "dask",
+                    "--jobs", "2")
+    assert result.exit_code == 0, result.output
+    assert _csv(tmp_path / "a.csv") == _csv(tmp_path / "b.csv")
+
+
+def test_progress_bar_on_request():
+    result = invoke("--workers", "1,2,4,8,16,32", "--progress")
+    assert result.exit_code == 0, result.output
+    assert "sweeping" in result.stderr and "6/6" in result.stderr
+    assert "sweeping" not in invoke("--workers", "1,2", "--no-progress").stderr
