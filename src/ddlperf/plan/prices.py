@@ -14,9 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ddlperf.cluster import _rate as line_rate
 from ddlperf.errors import InputError
 from ddlperf.fabrics import parse_intra
-from ddlperf.hardware import device_from_spec, parse_link_rate
+from ddlperf.hardware import device_from_spec
 from ddlperf.schema import read_structured, validate
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "prices_example.yaml"
@@ -32,10 +33,7 @@ class _Priced(BaseModel):
     source: str = Field(min_length=1, description="where the price was read")
     date: str = Field(min_length=4, description="the date the source gives for it")
 
-    @field_validator("bandwidth", mode="before")
-    @classmethod
-    def _rate(cls, value: Any) -> Any:
-        return parse_link_rate(value, "bandwidth")
+    _parse_rate = field_validator("bandwidth", mode="before")(line_rate)
 
     @field_validator("date", mode="before")
     @classmethod
