@@ -54,6 +54,7 @@ def test_a_class_without_runs_falls_back_to_the_architecture(tmp_path, monkeypat
                          "sync": "bsp", "staleness": "", "heterogeneous": "False",
                          "workers": 2, "bandwidth_bps": 1e8, "error_pct": -3.0})
     monkeypatch.setattr(trust, "DATA", tmp_path)
+    monkeypatch.setattr(trust, "DOCS", tmp_path)
     trust._rows.cache_clear()
     try:
         t = trust.trust_for(scenario(model="resnet50", workers=2, ps=1, sync="asp"),
@@ -63,5 +64,30 @@ def test_a_class_without_runs_falls_back_to_the_architecture(tmp_path, monkeypat
         none = trust.trust_for(scenario(model="resnet50", workers=2, arch="allreduce"),
                                "analytic")
         assert none["sources"] == [] and "unchecked estimate" in none["text"]
+    finally:
+        trust._rows.cache_clear()
+
+
+def test_published_cluster_results_are_a_second_source(tmp_path, monkeypatch):
+    fields = ["scenario", "method", "status", "arch", "sync", "staleness", "workers",
+              "bandwidth_bps", "error_pct"]
+    for name, error, workers in (("validation.csv", -2.0, 3), ("published.csv", 12.5, 64)):
+        with (tmp_path / name).open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerow({"scenario": name, "method": "analytic", "status": "ok",
+                             "arch": "allreduce", "sync": "bsp", "staleness": "",
+                             "workers": workers, "bandwidth_bps": 1e10, "error_pct": error})
+    monkeypatch.setattr(trust, "DATA", tmp_path)
+    monkeypatch.setattr(trust, "DOCS", tmp_path)
+    trust._rows.cache_clear()
+    try:
+        t = trust.trust_for(scenario(model="resnet50", workers=64, arch="allreduce"),
+                            "analytic")
+        assert [s["source"] for s in t["sources"]] == ["emulated dev matrix",
+                                                       "published cluster"]
+        assert "within 12.5%" in t["text"] and "published cluster run with 64 workers" in t[
+            "text"]
+        assert "outside the validated range" not in t["text"]  # the published run covers 64
     finally:
         trust._rows.cache_clear()

@@ -21,14 +21,17 @@ from ddlperf.scenario import Scenario
 from ddlperf.units import format_bandwidth
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-# (what the rows are, file in ddlperf/data, where it is published)
-SOURCES = (("emulated dev matrix", "validation.csv", "docs/validation.csv"),)
+# the source tree's docs/ (results published there before they are package data)
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+# (what the rows are, file in ddlperf/data or docs/, where it is published)
+SOURCES = (("emulated dev matrix", "validation.csv", "docs/validation.csv"),
+           ("published cluster", "published.csv", "docs/published.csv"))
 
 
 @lru_cache(maxsize=8)
 def _rows(name: str) -> tuple[dict[str, str], ...]:
-    path = DATA / name
-    if not path.is_file():
+    path = next((p for p in (DATA / name, DOCS / name) if p.is_file()), None)
+    if path is None:
         return ()
     with path.open(newline="") as f:
         return tuple(csv.DictReader(f))
