@@ -57,3 +57,26 @@ def test_chromium_renders_the_page_offline_with_its_figures(report_html, tmp_pat
     ink = (pixels.mean(axis=2) < 0.9).mean()  # share of pixels that are not (near) white
     assert ink > 0.05, "the page rendered blank"
     assert np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0).shape[0] > 50
+
+
+@pytest.mark.skipif(chromium.skip_reason() is not None, reason=str(chromium.skip_reason()))
+def test_chromium_renders_plan_and_sweep_pages(tmp_path):
+    from ddlperf.plan import SearchSpace, Target, plan
+    from ddlperf.plan.prices import PriceTable
+    from ddlperf.report.html import plan_report, sweep_report
+    from ddlperf.sweep import columns, sweep
+    from tests.plan.conftest import TABLE
+
+    table = PriceTable.model_validate(TABLE)
+    result = plan(Target(throughput=2000), SearchSpace(instances=table.instances,
+                                                       servers=range(1, 9), ps=(1, 2)),
+                  prices=table, fixed={"model": "resnet50"}, recheck=0)
+    rows = sweep({"workers": [1, 2, 4, 8], "ps": [1, 2]}, model="resnet50")
+    pages = {"plan": plan_report(result),
+             "sweep": sweep_report(rows, columns(rows), "workers", "throughput_samples_per_s",
+                                   "resnet50")}
+    for name, text in pages.items():
+        page = write_atomic(tmp_path / f"{name}.html", text)
+        dom = chromium.run(page, tmp_path / f"profile-{name}", "--dump-dom")
+        assert f'data-figures-rendered="{text.count("<figure ")}"' in dom, name
+        assert text.count("<figure ") == 1
