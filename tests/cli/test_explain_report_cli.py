@@ -64,3 +64,19 @@ def test_report_writes_a_self_contained_page(tmp_path):
 def test_report_bad_out_writes_nothing(tmp_path):
     result = invoke("report", "--out", str(tmp_path / "missing" / "r.html"))
     assert_one_line_error(result, "--out")
+
+
+def test_explain_plan_and_report_never_import_torch(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, ddlperf.cli; from ddlperf.explain import explain, simulated_iteration; "
+            "from ddlperf.report.html import scenario_report; "
+            "from ddlperf.plan import SearchSpace, Target, load_prices, plan; "
+            "e = explain('simulate', workers=4, iterations=2, warmup=1); "
+            "scenario_report(e, simulated_iteration(workers=4)); t = load_prices(); "
+            "plan(Target(throughput=100), SearchSpace(instances=t.instances[:1], "
+            "servers=[1, 2]), prices=t, recheck=0); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"

@@ -252,7 +252,8 @@ def _double_group_nic(sc: Scenario, data: dict[str, Any],
     data[key][index] = {**new, "uplink": 2 * up, "downlink": 2 * down}
     what = "NICs" if key == "nodes" else "links"
     several = len(data[key]) > 1
-    title = (f"2× bandwidth on the {what} of {'group ' + group if several else 'every worker'}"
+    everyone = "every server" if key == "nodes" else "every worker"
+    title = (f"2× bandwidth on the {what} of {'group ' + group if several else everyone}"
              f" ({_rate(up, down)} → {_rate(2 * up, 2 * down)})")
     how = (f"--config with {key}[{index}] uplink/downlink {format_bandwidth(2 * up)}"
            if several else f"--bandwidth {format_bandwidth(2 * up).replace(' ', '')} "
