@@ -75,7 +75,7 @@ def test_explain_plan_and_report_never_import_torch(tmp_path):
             "from ddlperf.plan import SearchSpace, Target, load_prices, plan; "
             "e = explain('simulate', workers=4, iterations=2, warmup=1); "
             "scenario_report(e, simulated_iteration(workers=4)); t = load_prices(); "
-            "plan(Target(throughput=100), SearchSpace(instances=t.instances[:1], "
+            "plan(Target(throughput=10), SearchSpace(instances=t.instances[:1], "
             "servers=[1, 2]), prices=t, recheck=0); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
