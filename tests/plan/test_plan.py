@@ -133,3 +133,22 @@ def test_missing_ps_hosts_is_bad_input(table):
     no_hosts = table.model_copy(update={"ps_hosts": ()})
     with pytest.raises(InputError, match="no ps_hosts"):
         plan(Target(throughput=100), _space(no_hosts), prices=no_hosts, fixed=FIXED)
+
+
+def test_answers_are_the_same_whether_or_not_every_row_is_kept(tmp_path, table):
+    """Without a rows file the workers send back only the rows that can be answers."""
+    from ddlperf.executors import LocalExecutor
+
+    target = Target(throughput=3000, budget=60)
+    space = _space(table, servers=range(1, 25), sync=("bsp", "asp"))
+    full, _rows = _all_rows(tmp_path, table, target, space)
+    lean = plan(target, space, prices=table, fixed=FIXED, recheck=0,
+                executor=LocalExecutor(jobs=2))
+
+    def strip(row):
+        return {k: v for k, v in row.items() if k != "kwargs"}
+
+    for key in ("cheapest", "fastest", "best_reachable"):
+        assert strip(getattr(full, key)) == strip(getattr(lean, key)), key
+    assert [strip(r) for r in full.front] == [strip(r) for r in lean.front]
+    assert (full.evaluated, full.errors) == (lean.evaluated, lean.errors)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlperf.errors import InputError
-from ddlperf.plan.evaluate import evaluate_family
+from ddlperf.plan.evaluate import evaluate_chunk
 from ddlperf.plan.pareto import Front
 from ddlperf.plan.prices import PriceTable, load_prices
 from ddlperf.plan.space import Candidate, SearchSpace, candidates
@@ -112,18 +112,23 @@ def plan(
     executor = executor or Executor()
     queue: deque[list[Candidate]] = deque()  # chunks handed out, oldest first
 
-    def feed() -> Iterator[tuple[list[Candidate], dict[str, Any]]]:
+    keep_all = rows is not None
+
+    def feed() -> Iterator[tuple[list[Candidate], dict[str, Any], Target, bool]]:
         for chunk in chunks(space, table):
             queue.append(chunk)
-            yield chunk, fixed
+            yield chunk, fixed, target, keep_all
 
     try:
-        for rows_out in map_grouped(executor, evaluate_family, feed()):
+        for kept, errors in map_grouped(executor, evaluate_chunk, feed()):
             chunk = queue.popleft()  # results come back in the order chunks went out
-            for candidate, row in zip(chunk, rows_out):
-                _account(result, front, target, candidate, row, fixed)
+            result.evaluated += len(chunk)
+            result.errors += errors
+            for i, row in kept:
+                if not row.get("error"):
+                    _account(result, front, chunk[i], row, fixed)
             if rows is not None:
-                rows.write(rows_out)
+                rows.write(row for _i, row in kept)
             if progress is not None:
                 progress(result.evaluated, total)
     except KeyboardInterrupt:
@@ -147,13 +152,9 @@ def _check_space(space: SearchSpace, table: PriceTable) -> None:
         raise InputError("--prices", "the price table lists no instances")
 
 
-def _account(result: PlanResult, front: Front, target: Target, candidate: Candidate,
-             row: dict[str, Any], fixed: dict[str, Any]) -> None:
-    result.evaluated += 1
-    if row.get("error"):
-        result.errors += 1
-        return
-    row.update(target.measures(row))
+def _account(result: PlanResult, front: Front, candidate: Candidate, row: dict[str, Any],
+             fixed: dict[str, Any]) -> None:
+    """Keep ``row`` (predicted, with the target's measures) where it is an answer so far."""
     kept = None
 
     def keep() -> dict[str, Any]:

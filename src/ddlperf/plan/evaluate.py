@@ -82,3 +82,38 @@ def _batched(family: Sequence[Candidate], fixed: dict[str, Any]) -> list[dict[st
         row["error"] = None
         rows.append(row)
     return rows
+
+
+def evaluate_chunk(family: Sequence[Candidate], fixed: dict[str, Any], target: Any,
+                   keep_all: bool) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """Rows of one chunk with the target's measures, as (position, row) pairs, and the number
+    of rows that could not be predicted. Unless ``keep_all`` (every row goes to a file), only
+    the rows that can be an answer come back: the chunk's cheapest and fastest that meet the
+    target, its fastest overall and its own Pareto front — the search's answers are among
+    them, and far fewer rows cross between processes."""
+    from ddlperf.plan.pareto import Front
+
+    rows = evaluate_family(family, fixed)
+    errors = 0
+    for row in rows:
+        if row.get("error"):
+            errors += 1
+        else:
+            row.update(target.measures(row))
+    if keep_all:
+        return list(enumerate(rows)), errors
+    keep: set[int] = set()
+    front = Front()
+    ok = [(i, r) for i, r in enumerate(rows) if not r.get("error")]
+    meeting = [(i, r) for i, r in ok if r["meets"]]
+    speed = "throughput_samples_per_s"
+    if ok:
+        keep.add(max(ok, key=lambda ir: ir[1][speed])[0])
+    if meeting:
+        keep.add(min(meeting, key=lambda ir: (ir[1]["cost"], -ir[1][speed]))[0])
+        keep.add(min(meeting, key=lambda ir: (-ir[1][speed], ir[1]["cost"]))[0])
+    for i, row in ok:
+        if row.get("within_budget", True):
+            front.add(row["cost"], row[speed], lambda i=i: {"i": i})
+    keep.update(entry["i"] for entry in front.rows())
+    return [(i, rows[i]) for i in sorted(keep)], errors
