@@ -38,7 +38,7 @@ def test_class_rows_and_numbers_come_from_the_published_file():
 
 
 def test_outside_the_validated_scale_is_said(tmp_path, monkeypatch):
-    sc = scenario(model="resnet50", workers=64, ps=2)
+    sc = scenario(model="resnet50", workers=1024, ps=2, bandwidth="400Gbps")
     t = trust.trust_for(sc, "analytic")
     assert "outside the validated range" in t["text"]
 
