@@ -1,11 +1,20 @@
-"""An emulated cluster on one machine: network namespaces, a bridge, HTB links, CPU quotas.
+"""An emulated cluster on one machine: network namespaces, bridges, HTB links, CPU quotas.
 
 Layout (``rid`` = short random run id, so concurrent runs never collide)::
 
-    ns ddlp-<rid>            switch: bridge br0, ports port0..portN-1 (shape host downlinks)
-    ns ddlp-<rid>-<host>     host: eth0 (198.18.0.x/24, shapes the host uplink), lo
+    ns ddlp-<rid>            core switch: bridge br0, ports port<i> of hosts outside racks
+                             (shape host downlinks), rack<r> (shape rack r's downlink)
+    ns ddlp-<rid>-rack-<r>   rack switch r: bridge br0, ports port<i> of its hosts, uplink
+                             (shapes the rack's uplink to the core switch)
+    ns ddlp-<rid>-<host>     host: eth0 (198.18.0.x/24, shapes the host uplink), lo (shaped
+                             per rank for a server of several ranks: its intra-node fabric)
     /sys/fs/cgroup/cpu/ddlperf-<rid>/<host>    optional CPU quota
     /run/ddlperf/<rid>.json  state: lets `ddlperf cluster down` (or a later process) clean up
+
+A host is a server: every rank on it shares its eth0 (the server's NIC) and reaches the other
+ranks of the server over ``lo``, which :func:`~ddlperf.measure.shaping.shape_loopback` shapes
+to ``intra_bps`` per rank once the ranks have connected (:meth:`EmulatedCluster.
+classify_loopback`). Racks are a second level of switches behind shaped uplinks.
 
 Used as a context manager the cluster is always torn down: on exit, on exceptions and on
 SIGINT/SIGTERM. :meth:`EmulatedCluster.up` leaves it running (``keep=True``) for the CLI.
@@ -27,81 +36,27 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from ddlperf.errors import InputError
 from ddlperf.measure import cgroups, netns, shaping
+from ddlperf.measure.hosts import MAX_HOSTS as MAX_HOSTS  # re-exported: the CLI's limit
+from ddlperf.measure.hosts import HostSpec, RackSpec, validate_hosts
 from ddlperf.measure.netns import CommandError
 
 NS_PREFIX = "ddlp-"
 CGROUP_PREFIX = "ddlperf-"
 STATE_DIR = Path("/run/ddlperf")
 SUBNET = ipaddress.ip_network("198.18.0.0/24")  # inside the benchmarking range 198.18.0.0/15
-MAX_HOSTS = 200
 BRIDGE = "br0"
 HOST_DEV = "eth0"
+RACK_UPLINK = "uplink"  # a rack switch's veth to the core switch
 
-_HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,31}$")
 _RUN_ID = re.compile(r"^[a-z0-9]{1,12}$")
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    """One emulated host. Rates are line rates in bit/s; ``cpu_quota`` is a share of one core."""
-
-    name: str
-    uplink_bps: float
-    downlink_bps: float
-    cpu_quota: float | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _HOST_NAME.match(self.name):
-            raise InputError(
-                "host name",
-                f"{self.name!r} is not a usable host name",
-                "use 1-32 letters, digits, '_' or '.', starting with a letter or digit",
-            )
-        for field in ("uplink_bps", "downlink_bps"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InputError(f"{self.name}.{field}", f"must be a number, got {value!r}")
-            if not math.isfinite(value) or value < 1e3:
-                raise InputError(
-                    f"{self.name}.{field}",
-                    f"must be a finite rate of at least 1kbps, got {value!r}",
-                    "give a line rate such as 100Mbps",
-                )
-        quota = self.cpu_quota
-        if quota is not None:
-            cores = os.cpu_count() or 1
-            bad_type = isinstance(quota, bool) or not isinstance(quota, (int, float))
-            if bad_type or not math.isfinite(quota) or not 0.1 <= quota <= cores:
-                raise InputError(
-                    f"{self.name}.cpu_quota",
-                    f"must be a share of one core between 0.1 and {cores}, got {quota!r}",
-                    "e.g. 0.5 for half a core, or leave it out for no limit",
-                )
-
-
-def validate_hosts(hosts: Sequence[HostSpec]) -> list[HostSpec]:
-    """Check the host list as a whole (HostSpec checks each host)."""
-    hosts = list(hosts)
-    if not hosts:
-        raise InputError("hosts", "the cluster has no hosts", "give at least one host")
-    if len(hosts) > MAX_HOSTS:
-        raise InputError("hosts", f"{len(hosts)} hosts is more than {MAX_HOSTS}")
-    seen: set[str] = set()
-    for host in hosts:
-        if not isinstance(host, HostSpec):
-            raise InputError("hosts", f"expected HostSpec, got {type(host).__name__}")
-        if host.name in seen:
-            raise InputError("hosts", f"host name {host.name!r} appears twice", "rename one")
-        seen.add(host.name)
-    return hosts
 
 
 def new_run_id() -> str:
@@ -148,8 +103,14 @@ class EmulatedCluster:
         run_id: str | None = None,
         *,
         keep: bool = False,
+        racks: Sequence[RackSpec] = (),
     ) -> None:
         self.hosts: list[HostSpec] = validate_hosts(hosts)
+        self.racks: list[RackSpec] = list(racks)
+        for host in self.hosts:
+            if host.rack is not None and host.rack >= len(self.racks):
+                raise InputError(f"{host.name}.rack", f"no rack {host.rack} (the cluster has "
+                                 f"{len(self.racks)})", "give a RackSpec per rack")
         if isinstance(buffer_s, bool) or not isinstance(buffer_s, (int, float)):
             raise InputError("buffer_s", f"must be a number of seconds, got {buffer_s!r}")
         if not math.isfinite(buffer_s) or not 0 < buffer_s <= 10:
@@ -204,9 +165,24 @@ class EmulatedCluster:
         return str(SUBNET.network_address + index + 1)
 
     def port(self, host_name: str) -> str:
-        """Bridge-side veth of the host, in the switch namespace."""
+        """Bridge-side veth of the host, in its switch's namespace (:meth:`switch_of`)."""
         index, _ = self._host(host_name)
         return f"port{index}"
+
+    def rack_namespace(self, rack: int) -> str:
+        """Namespace of rack switch ``rack``."""
+        return f"{NS_PREFIX}{self.run_id}-rack-{rack}"
+
+    def switch_of(self, host_name: str) -> str:
+        """Namespace of the switch the host hangs off (its rack's, or the core switch)."""
+        _, host = self._host(host_name)
+        return self.switch_namespace if host.rack is None else self.rack_namespace(host.rack)
+
+    def _namespaces(self) -> list[str]:
+        """Every namespace of the cluster: hosts, rack switches, then the core switch."""
+        return [*(self.namespace(h.name) for h in self.hosts),
+                *(self.rack_namespace(r) for r in range(len(self.racks))),
+                self.switch_namespace]
 
     def cgroup(self, host_name: str) -> Path | None:
         """The host's CPU cgroup directory, or None when it has no quota."""
@@ -241,22 +217,61 @@ class EmulatedCluster:
         These are kernel skb lengths: a GSO super-packet counts its headers once, so the counts
         lie between payload and payload / 0.956.
         """
-        out = netns.ip(self.switch_namespace, "-j", "-s", "link", "show")
-        stats = {link["ifname"]: link.get("stats64", {}) for link in json.loads(out)}
+        switches = {self.switch_of(h.name) for h in self.hosts}
+        stats = {sw: _link_stats(sw) for sw in switches}
         result: dict[str, dict[str, int]] = {}
         for host in self.hosts:
-            link = stats.get(self.port(host.name))
+            switch = self.switch_of(host.name)
+            link = stats[switch].get(self.port(host.name))
             if link is None:
-                raise CommandError(
-                    ["ip", "-n", self.switch_namespace, "link"],
-                    1,
-                    f"port {self.port(host.name)} is missing",
-                )
+                raise CommandError(["ip", "-n", switch, "link"], 1,
+                                   f"port {self.port(host.name)} is missing")
             result[host.name] = {
                 "downlink_bytes": int(link["tx"]["bytes"]),
                 "uplink_bytes": int(link["rx"]["bytes"]),
             }
         return result
+
+    def rack_bytes(self) -> dict[int, dict[str, int]]:
+        """Bytes per rack counted on its uplink veth in the rack switch: ``uplink_bytes`` sent
+        to the core switch, ``downlink_bytes`` received from it (skb lengths, as ports)."""
+        result = {}
+        for rack in range(len(self.racks)):
+            link = _link_stats(self.rack_namespace(rack)).get(RACK_UPLINK)
+            if link is None:
+                raise CommandError(["ip", "-n", self.rack_namespace(rack), "link"], 1,
+                                   f"{RACK_UPLINK} of rack {rack} is missing")
+            result[rack] = {"uplink_bytes": int(link["tx"]["bytes"]),
+                            "downlink_bytes": int(link["rx"]["bytes"])}
+        return result
+
+    def loopback_bytes(self) -> dict[str, dict[str, int]]:
+        """Per host with a shaped loopback: bytes each rank's class sent on ``lo``
+        (``rank<i>``), and ``other`` (traffic of no rank: rendezvous, ACKs)."""
+        from ddlperf.measure.loopback import class_bytes
+
+        result = {}
+        for host in self.hosts:
+            if not host.intra_bps:
+                continue
+            counts = class_bytes(self.namespace(host.name))
+            ranks = {f"rank{i}": counts.get(shaping.rank_class(i), 0) for i in range(host.ranks)}
+            ranks["other"] = counts.get("1:2", 0) + counts.get("1:3", 0)
+            result[host.name] = ranks
+        return result
+
+    def classify_loopback(self, host_name: str, pids: dict[int, int]) -> int:
+        """Send each rank's loopback packets (by TCP source port) to its class on the host's
+        shaped ``lo``; ``pids``: local rank → process id. Returns the sockets classified."""
+        from ddlperf.measure.loopback import rank_ports
+
+        _, host = self._host(host_name)
+        if not host.intra_bps:
+            return 0
+        ports = rank_ports(pids, {self.ip(host_name)})
+        shaping.classify_ports(self.namespace(host_name),
+                               {port: shaping.rank_class(rank) for port, rank in ports.items()})
+        return len(ports)
 
     # ------------------------------------------------------------ life cycle
 
@@ -275,9 +290,10 @@ class EmulatedCluster:
         hosts: Sequence[HostSpec],
         buffer_s: float = 0.02,
         run_id: str | None = None,
+        racks: Sequence[RackSpec] = (),
     ) -> EmulatedCluster:
         """Bring a cluster up and leave it running (``keep=True``); the state file remembers it."""
-        cluster = cls(hosts, buffer_s, run_id, keep=True)
+        cluster = cls(hosts, buffer_s, run_id, keep=True, racks=racks)
         cluster.start()
         cluster._restore_signals()
         return cluster
@@ -320,14 +336,12 @@ class EmulatedCluster:
             )
 
     def _create(self) -> None:
-        sw = self.switch_namespace
-        netns.add(sw)
-        netns.sysctl(sw, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-        netns.ip(sw, "link", "set", "lo", "up")
-        netns.ip(sw, "link", "add", BRIDGE, "type", "bridge")
-        netns.ip(sw, "link", "set", BRIDGE, "up")
+        _add_switch(self.switch_namespace)
+        for rack in range(len(self.racks)):
+            self._create_rack(rack)
         for host in self.hosts:
-            ns, port = self.namespace(host.name), self.port(host.name)
+            ns, port, sw = self.namespace(host.name), self.port(host.name), self.switch_of(
+                host.name)
             netns.add(ns)
             netns.sysctl(
                 ns, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"
@@ -341,9 +355,28 @@ class EmulatedCluster:
             peers = [self.ip(other.name) for other in self.hosts if other is not host]
             shaping.shape_egress(ns, HOST_DEV, host.uplink_bps, self.buffer_s, peers)
             shaping.shape_ingress(sw, port, host.downlink_bps, peers, self.buffer_s)
+            if host.intra_bps:
+                shaping.shape_loopback(ns, host.intra_bps, host.ranks, self.buffer_s)
             group = self.cgroup(host.name)
             if group is not None:
                 cgroups.create(group, host.cpu_quota)
+
+    def _create_rack(self, rack: int) -> None:
+        """Rack switch ``rack`` and its shaped link to the core switch: the rack's uplink is
+        shaped where it leaves the rack switch, its downlink where it leaves the core switch,
+        each like a switch port (one fair class per sender, ≥ 1 MB each)."""
+        spec, ns, core = self.racks[rack], self.rack_namespace(rack), self.switch_namespace
+        _add_switch(ns)
+        core_port = f"rack{rack}"
+        netns.ip(core, "link", "add", core_port, "type", "veth", "peer", "name", RACK_UPLINK,
+                 "netns", ns)
+        for where, dev in ((core, core_port), (ns, RACK_UPLINK)):
+            netns.ip(where, "link", "set", dev, "master", BRIDGE)
+            netns.ip(where, "link", "set", dev, "up")
+        inside = [self.ip(h.name) for h in self.hosts if h.rack == rack]
+        outside = [self.ip(h.name) for h in self.hosts if h.rack != rack]
+        shaping.shape_ingress(ns, RACK_UPLINK, spec.uplink_bps, inside, self.buffer_s)
+        shaping.shape_ingress(core, core_port, spec.downlink_bps, outside, self.buffer_s)
 
     def teardown(self) -> None:
         """Kill host processes, delete namespaces (and so the veths), cgroups and state file.
@@ -356,7 +389,7 @@ class EmulatedCluster:
             for ns in (self.namespace(h.name) for h in self.hosts):
                 _attempt(problems, lambda ns=ns: netns.kill_pids(netns.pids(ns)))
             _attempt(problems, lambda: cgroups.remove(self.cgroup_root))
-            for ns in [*(self.namespace(h.name) for h in self.hosts), self.switch_namespace]:
+            for ns in self._namespaces():
                 _attempt(problems, lambda ns=ns: netns.delete(ns))
             _attempt(problems, lambda: self.state_path.unlink(missing_ok=True))
             self._torn_down = True
@@ -369,9 +402,7 @@ class EmulatedCluster:
     def alive(self) -> bool:
         """True when the switch and every host namespace exist."""
         names = set(netns.list_netns())
-        return self.switch_namespace in names and all(
-            self.namespace(h.name) in names for h in self.hosts
-        )
+        return all(ns in names for ns in self._namespaces())
 
     # ------------------------------------------------------------------ state
 
@@ -384,12 +415,15 @@ class EmulatedCluster:
             "created_at": self.created_at,
             "switch_namespace": self.switch_namespace,
             "cgroup_root": str(self.cgroup_root),
+            "racks": [{**asdict(r), "namespace": self.rack_namespace(i)}
+                      for i, r in enumerate(self.racks)],
             "hosts": [
                 {
                     **asdict(h),
                     "ip": self.ip(h.name),
                     "namespace": self.namespace(h.name),
                     "port": self.port(h.name),
+                    "switch": self.switch_of(h.name),
                     "cgroup": None if self.cgroup(h.name) is None else str(self.cgroup(h.name)),
                 }
                 for h in self.hosts
@@ -412,10 +446,13 @@ class EmulatedCluster:
         try:
             state = json.loads(path.read_text())
             hosts = [
-                HostSpec(h["name"], h["uplink_bps"], h["downlink_bps"], h.get("cpu_quota"))
+                HostSpec(h["name"], h["uplink_bps"], h["downlink_bps"], h.get("cpu_quota"),
+                         h.get("intra_bps"), h.get("ranks", 1), h.get("rack"))
                 for h in state["hosts"]
             ]
-            cluster = cls(hosts, state["buffer_s"], state["run_id"], keep=True)
+            racks = [RackSpec(r["uplink_bps"], r["downlink_bps"])
+                     for r in state.get("racks", [])]
+            cluster = cls(hosts, state["buffer_s"], state["run_id"], keep=True, racks=racks)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError("state file", f"cannot read {path}: {exc}") from exc
         cluster.keep = bool(state.get("keep", True))
@@ -448,6 +485,20 @@ class EmulatedCluster:
         elif prev != signal.SIG_IGN:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
+
+
+def _add_switch(ns: str) -> None:
+    netns.add(ns)
+    netns.sysctl(ns, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+    netns.ip(ns, "link", "set", "lo", "up")
+    netns.ip(ns, "link", "add", BRIDGE, "type", "bridge")
+    netns.ip(ns, "link", "set", BRIDGE, "up")
+
+
+def _link_stats(ns: str) -> dict[str, Any]:
+    """Interface name → its ``stats64`` in namespace ``ns``."""
+    out = netns.ip(ns, "-j", "-s", "link", "show")
+    return {link["ifname"]: link.get("stats64", {}) for link in json.loads(out)}
 
 
 def _attempt(problems: list[str], action: Any) -> None:

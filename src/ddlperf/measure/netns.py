@@ -34,10 +34,11 @@ class CommandError(RuntimeError):
         return any(text in self.stderr for text in _GONE)
 
 
-def run(argv: list[str], timeout: float = 30.0) -> str:
+def run(argv: list[str], timeout: float = 30.0, stdin: str | None = None) -> str:
     """Run ``argv``; return stdout, raise :class:`CommandError` with stderr on failure."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                              input=stdin)
     except FileNotFoundError as exc:
         raise CommandError(argv, 127, f"{argv[0]}: command not found") from exc
     except subprocess.TimeoutExpired as exc:
@@ -57,6 +58,11 @@ def tc(ns: str | None, *args: str) -> str:
     """``tc [-n ns] args...``."""
     prefix = ["tc"] if ns is None else ["tc", "-n", ns]
     return run([*prefix, *args])
+
+
+def tc_batch(ns: str, lines: list[str]) -> str:
+    """Many ``tc`` commands in one process (``tc -batch``), e.g. a filter per socket."""
+    return run(["tc", "-n", ns, "-batch", "-"], stdin="\n".join(lines) + "\n")
 
 
 def netns_path(ns: str) -> str:

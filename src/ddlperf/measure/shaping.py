@@ -28,7 +28,7 @@ slowed a parameter server's pushes whenever its pulls were running.
 
 from __future__ import annotations
 
-from ddlperf.measure.netns import tc
+from ddlperf.measure.netns import tc, tc_batch
 
 MTU_FRAME = 1514  # Ethernet frame without FCS, what HTB charges per full-size packet
 MIN_BUFFER_BYTES = 16 * MTU_FRAME
@@ -47,28 +47,12 @@ def _bits(rate_bps: float) -> str:
 
 
 def _class(
-    ns: str, dev: str, parent: str, classid: str, rate: float, ceil: float, prio: str = "1"
+    ns: str, dev: str, parent: str, classid: str, rate: float, ceil: float, prio: str = "1",
+    burst: int | None = None,
 ) -> None:
-    tc(
-        ns,
-        "class",
-        "add",
-        "dev",
-        dev,
-        "parent",
-        parent,
-        "classid",
-        classid,
-        "htb",
-        "rate",
-        _bits(rate),
-        "ceil",
-        _bits(ceil),
-        "quantum",
-        str(QUANTUM),
-        "prio",
-        prio,
-    )
+    extra = [] if burst is None else ["burst", f"{burst}b", "cburst", f"{burst}b"]
+    tc(ns, "class", "add", "dev", dev, "parent", parent, "classid", classid, "htb",
+       "rate", _bits(rate), "ceil", _bits(ceil), *extra, "quantum", str(QUANTUM), "prio", prio)
 
 
 def _leaf(ns: str, dev: str, parent: str, handle: str, limit: int) -> None:
@@ -131,3 +115,61 @@ def shape_ingress(
     """Limit what ``dev`` delivers to its host to ``rate_bps``, one fair class per sender IP
     (leaves of at least :data:`SWITCH_PORT_BUFFER_BYTES`: a switch port's buffer)."""
     _shape(ns, dev, rate_bps, sender_ips, "src", buffer_s, SWITCH_PORT_BUFFER_BYTES)
+
+
+# ------------------------------------------------------------------ loopback (intra-node)
+
+LOOPBACK = "lo"
+LOOPBACK_PACKET = 65_536  # lo's MTU: TCP over loopback moves ~64 kB packets
+# On lo, TCP's ~64 kB packets carry 0 in the IPv4 total-length field (seen here on 6.x), so
+# "length < 128" would take them for ACKs: a shaped lo's ACK class takes lengths 32–127 only.
+_LOOPBACK_SMALL = (("0x0020", "0xffe0"), ("0x0040", "0xffc0"))
+# A fabric does not drop, so neither should a rank's queue on lo: TCP's start-up bursts of
+# 64 kB packets overflowed 1 MB now and then (a drop on lo can cost a 200 ms timeout).
+LOOPBACK_BUFFER_BYTES = 4_000_000
+UNSHAPED_BPS = 100e9  # the default class of a shaped lo: traffic of no rank (never the data)
+RANK_CLASS_BASE = 0x100
+
+
+def rank_class(local_rank: int) -> str:
+    """HTB class of the ``local_rank``-th rank's sends on a shaped loopback."""
+    return f"1:{RANK_CLASS_BASE + local_rank:x}"
+
+
+def shape_loopback(ns: str, rate_bps: float, ranks: int, buffer_s: float) -> None:
+    """One class per rank of the host at ``rate_bps`` on ``lo`` (its link into the server's
+    fabric, sending direction), an ACK class and an unshaped default class.
+
+    Ranks of one host share its IP address (gloo binds the host's eth0 address and connects
+    without binding a source), so a rank's packets are told apart by their TCP source port:
+    :func:`classify_ports` adds those filters once the ranks have connected. Until then, and
+    for traffic of no rank (the rendezvous store, probes), lo is unshaped. Fabric rates are
+    data rates (lo's 64 kB packets carry ~0.1% headers). Leaves hold at least
+    :data:`LOOPBACK_BUFFER_BYTES`.
+    """
+    dev = LOOPBACK
+    burst = max(2 * LOOPBACK_PACKET, int(rate_bps / 8 / 1000))  # ≥ 1 ms of the rate
+    tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2")
+    top = UNSHAPED_BPS + ranks * rate_bps
+    _class(ns, dev, "1:", "1:1", top, top, burst=burst)
+    _class(ns, dev, "1:1", "1:2", UNSHAPED_BPS, UNSHAPED_BPS, burst=burst)
+    _leaf(ns, dev, "1:2", "2:", SWITCH_PORT_BUFFER_BYTES)
+    _class(ns, dev, "1:1", "1:3", UNSHAPED_BPS, UNSHAPED_BPS, prio="0", burst=burst)
+    _leaf(ns, dev, "1:3", "3:", SWITCH_PORT_BUFFER_BYTES)
+    for value, mask in _LOOPBACK_SMALL:
+        _filter(ns, dev, "1", ["match", "u16", value, mask, "at", "2"], "1:3")
+    limit = buffer_bytes(rate_bps, buffer_s, LOOPBACK_BUFFER_BYTES)
+    for local in range(ranks):
+        classid = rank_class(local)
+        _class(ns, dev, "1:1", classid, rate_bps, rate_bps, burst=burst)
+        _leaf(ns, dev, classid, f"{RANK_CLASS_BASE + local:x}:", limit)
+
+
+def classify_ports(ns: str, ports: dict[int, str]) -> None:
+    """Send what leaves local TCP port P (key) on ``lo`` to class ``ports[P]`` (one ``tc``
+    batch: a host has a few dozen such sockets)."""
+    if not ports:
+        return
+    lines = [f"filter add dev {LOOPBACK} parent 1: protocol ip prio 2 u32 match ip sport "
+             f"{port} 0xffff flowid {classid}" for port, classid in sorted(ports.items())]
+    tc_batch(ns, lines)
