@@ -27,12 +27,14 @@ import numpy as np
 
 from ddlperf.errors import InputError
 from ddlperf.measure.records import read_records
+from ddlperf.measure.traffic import expected_flows, host_links, link_loads
 from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,
     REAL_LABEL,
     SPEC_FORMAT,
     Status,
     element_size,
+    file_name,
     hosts_of,
     rank_table,
     read_status,
@@ -85,6 +87,7 @@ def build_spec(
     lr: float = 0.01,
     momentum: float = 0.9,
     op_timeout_s: float = 600.0,
+    backend: str = "gloo",
 ) -> dict[str, Any]:
     """The trainers' JSON spec (self-contained: no ddlperf objects needed to read it)."""
     sc = scenario
@@ -101,8 +104,14 @@ def build_spec(
     for i in range(sc.worker_count):
         g = sc.group_of(i)
         device = "CPU" if compute == "real" else (g.device or "device")
+        offset = i - g.first
+        server = g.first_server + offset // g.gpus
         workers.append({
-            "name": f"w{i}", "index": i, "group": g.name, "device": g.device,
+            "name": sc.worker_name(i), "index": i, "group": g.name, "device": g.device,
+            "host": g.server_name(offset // g.gpus), "server": server,
+            "link": g.nic_name("uplink", offset // g.gpus).rsplit(" ", 1)[0],
+            "local": offset % g.gpus, "gpus": g.gpus,
+            "rack": None if sc.racks is None else sc.racks.of(server),
             "device_label": f"{device} ({label})", "batch_size": g.batch_size,
             "forward": [float(x) for x in g.forward], "backward": [float(x) for x in g.backward],
             "unattributed_s": float(g.unattributed_s),
@@ -115,6 +124,9 @@ def build_spec(
         "staleness": sc.strategy.staleness,
         "overlap": sc.strategy.overlap,
         "bucket_bytes": float(sc.strategy.bucket_bytes),
+        "allreduce": sc.strategy.allreduce,
+        "local_aggregation": bool(sc.strategy.local_aggregation and sc.multi_gpu),
+        "backend": backend,
         "placement": sc.cluster.ps.placement,
         "shards": sc.cluster.ps.count,
         "compute": compute,
@@ -140,41 +152,13 @@ def build_spec(
 
 def expected_traffic(spec: dict[str, Any], pushes: float = 1.0, pulls: float = 1.0
                      ) -> dict[str, dict[str, dict[str, float]]]:
-    """Payload bytes: host → {"uplink"|"downlink": {worker: bytes}} for ``pushes`` gradient
-    pushes and ``pulls`` parameter pulls per worker (PS), or ``pushes`` all-reduces.
-
-    PS: each worker pushes its gradient parts to, and pulls the parameter parts from, every
-    shard on another host. Ring all-reduce: 2(N−1)/N × S each way per worker.
-    """
-    table = rank_table(spec)
-    hosts = hosts_of(table)
-    out = {h: {"uplink": {}, "downlink": {}} for h in hosts}
-
-    def add(host: str, direction: str, worker: str, n_bytes: float) -> None:
-        box = out[host][direction]
-        box[worker] = box.get(worker, 0.0) + n_bytes
-
-    size = element_size(spec["dtype"])
-    workers = [e for e in table if e["role"] == "worker"]
-    if spec["arch"] == "allreduce":
-        n = len(workers)
-        total = size * sum(t["numel"] for t in spec["tensors"])
-        volume = pushes * 2 * (n - 1) / n * total if n > 1 else 0.0
-        for w in workers:
-            add(w["host"], "uplink", w["name"], volume)
-            add(w["host"], "downlink", w["name"], volume)
-        return out
-    shard_host = {e["index"]: e["host"] for e in table if e["role"] == "ps"}
-    for w in workers:
-        for tensor_parts in spec["parts"]:
-            for (k, _s, n) in tensor_parts:
-                if shard_host[k] == w["host"]:
-                    continue
-                add(w["host"], "uplink", w["name"], pushes * size * n)
-                add(shard_host[k], "downlink", w["name"], pushes * size * n)
-                add(shard_host[k], "uplink", w["name"], pulls * size * n)
-                add(w["host"], "downlink", w["name"], pulls * size * n)
-    return out
+    """Payload bytes each host's NIC carries: host → {"uplink"|"downlink": {worker: bytes}}
+    for ``pushes`` gradient exchanges and ``pulls`` parameter deliveries per worker (see
+    :mod:`ddlperf.measure.traffic`: PS pushes and pulls with shards on other hosts; a ring's
+    2(N−1)/N × S each way per worker)."""
+    loads = link_loads(spec, expected_flows(spec, pushes, pulls))
+    return {host: {d: dict(loads.get(f"{link} {d}", {})) for d in ("uplink", "downlink")}
+            for host, link in host_links(spec).items()}
 
 
 # ----------------------------------------------------------------------------- emulated run
@@ -234,7 +218,7 @@ def run_emulated(
     began = time.monotonic()
     try:
         for entry in table:
-            log = logs / f"{entry['name']}.log"
+            log = logs / f"{file_name(entry['name'])}.log"
             argv = [sys.executable, "-m", module, "--spec", str(spec_path)]
             with open(log, "wb") as handle:
                 proc = cluster.popen(entry["host"], argv, stdin=subprocess.DEVNULL,
@@ -371,7 +355,8 @@ def _hang(active: list[_Rank], stale: list[_Rank], status_dir: Path, timeout: fl
           last: dict[str, float]) -> RunFailed:
     """Name the rank that is stuck in its own work (not waiting on a peer), longest first;
     when every rank waits on a peer, the one silent for longest."""
-    states = {r.entry["name"]: read_status(status_dir / f"{r.entry['name']}.status")
+    states = {r.entry["name"]: read_status(
+        status_dir / f"{file_name(r.entry['name'])}.status")
               for r in active}
     busy = [r for r in active if states[r.entry["name"]] is None
             or states[r.entry["name"]][0] not in Status.WAITING]

@@ -11,6 +11,9 @@ Rank table (the same on every rank, derived from the spec):
 - PS, colocated: per worker host ``wi`` the worker (local rank 0) and, for i < K, shard ``psi``
   (local rank 1) — the order torchrun assigns with ``--nproc-per-node 2`` on those hosts.
 - all-reduce: ``w0 … wN-1``.
+On servers (a ``nodes:`` cluster) the workers are named ``node0/gpu0 …`` and sit on host
+``node0`` … with local ranks 0 … G−1, server by server (so a flat ring visits the servers in
+order); dedicated shards follow on their own hosts, a colocated shard k after server k's GPUs.
 """
 
 from __future__ import annotations
@@ -47,21 +50,50 @@ def rank_table(spec: dict[str, Any]) -> list[dict[str, Any]]:
     table: list[dict[str, Any]] = []
 
     def add(role: str, index: int, host: str, local: int) -> None:
-        name = f"w{index}" if role == "worker" else f"ps{index}"
+        name = (spec["workers"][index].get("name", f"w{index}") if role == "worker"
+                else f"ps{index}")
         table.append({"rank": len(table), "role": role, "name": name, "index": index,
                       "host": host, "local_rank": local})
 
-    if spec["arch"] == "ps" and spec.get("placement") == "colocated":
-        for i in range(workers):
-            add("worker", i, f"w{i}", 0)
-            if i < shards:
-                add("ps", i, f"w{i}", 1)
-        return table
-    for i in range(workers):
-        add("worker", i, f"w{i}", 0)
-    for k in range(shards):
-        add("ps", k, f"ps{k}", 0)
+    def host(i: int) -> str:
+        return str(spec["workers"][i].get("host", f"w{i}"))
+
+    hosts = list(dict.fromkeys(host(i) for i in range(workers)))
+    colocated = spec["arch"] == "ps" and spec.get("placement") == "colocated"
+    for server, name in enumerate(hosts):
+        on = [i for i in range(workers) if host(i) == name]
+        for local, i in enumerate(on):
+            add("worker", i, name, local)
+        if colocated and server < shards:
+            add("ps", server, name, len(on))
+    if not colocated:
+        for k in range(shards):
+            add("ps", k, f"ps{k}", 0)
     return table
+
+
+def slice_bounds(numel: int, local: int, gpus: int) -> tuple[int, int]:
+    """[start, stop) of the ``local``-th of ``gpus`` near-equal slices of a tensor: what that
+    GPU reduces, pushes, pulls and gathers in local aggregation and hierarchical all-reduce."""
+    return round(numel * local / gpus), round(numel * (local + 1) / gpus)
+
+
+def aggregation_pieces(parts: list[list[int]], numel: int, local: int, gpus: int
+                       ) -> list[tuple[int, int, int]]:
+    """(shard, start, numel) pieces of one tensor that GPU ``local`` of a server pushes and
+    pulls with local aggregation: its slice cut at the shard parts' boundaries."""
+    lo, hi = slice_bounds(numel, local, gpus)
+    pieces = []
+    for k, start, n in parts:
+        a, b = max(start, lo), min(start + n, hi)
+        if b > a:
+            pieces.append((int(k), a, b - a))
+    return pieces
+
+
+def file_name(rank_name: str) -> str:
+    """A rank's name as a file name (``node0/gpu1`` → ``node0.gpu1``)."""
+    return rank_name.replace("/", ".")
 
 
 def hosts_of(table: list[dict[str, Any]]) -> list[str]:
@@ -123,7 +155,8 @@ class Status:
     RECORD_BYTES = 64
 
     def __init__(self, directory: str | Path | None, name: str) -> None:
-        self.path = None if directory is None else Path(directory) / f"{name}.status"
+        self.path = (None if directory is None
+                     else Path(directory) / f"{file_name(name)}.status")
         self._fd: int | None = None
         self._last: tuple[str, int] | None = None
         self._lock = threading.Lock()
