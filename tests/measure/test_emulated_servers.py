@@ -15,7 +15,7 @@ import time
 import pytest
 
 from ddlperf.errors import InputError
-from ddlperf.measure import netns, shaping
+from ddlperf.measure import counters, netns, shaping
 from ddlperf.measure.emulated import EmulatedCluster
 from ddlperf.measure.hosts import HostSpec, RackSpec
 from ddlperf.measure.loopback import _address
@@ -132,9 +132,9 @@ def test_inside_a_rack_flows_run_at_the_nic_rate_across_racks_at_the_rack_link(r
 @root
 @pytest.mark.root
 def test_two_servers_of_a_rack_share_its_uplink_fairly_and_it_is_counted(racked):
-    before = racked.rack_bytes()
+    before = counters.rack_bytes(racked)
     flows = probe_flows(racked, [("a0", "c"), ("a1", "b0")], seconds=1.5)
-    after = racked.rack_bytes()
+    after = counters.rack_bytes(racked)
     rates = [f.goodput_bps for f in flows]
     assert sum(rates) == pytest.approx(GOODPUT_FACTOR * 50 * MBPS, rel=0.1), rates
     assert min(rates) / max(rates) > 0.8, rates
@@ -152,7 +152,7 @@ def test_loopback_gives_each_rank_its_own_intra_rate(racked):
     for rate in both:  # each direction has its own 200 Mbit class (not one shared lo)
         assert rate == pytest.approx(200 * MBPS, rel=0.1), both
     assert alone[1] == pytest.approx(200 * MBPS, rel=0.1), alone  # no borrowing when alone
-    counts = racked.loopback_bytes()["a0"]
+    counts = counters.loopback_bytes(racked)["a0"]
     assert counts["rank0"] > 10e6 and counts["rank1"] > 10e6, counts
     assert counts["other"] < 0.05 * counts["rank0"], counts
 

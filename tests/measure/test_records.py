@@ -266,12 +266,12 @@ def test_expected_traffic_ps_and_ring(scenario) -> None:
 def test_wire_check_passes_headers_and_fails_a_shortcut(scenario) -> None:
     spec = build_spec(scenario(workers=2, ps=1), compute="emulated", iterations=2, warmup=1)
     traffic = expected_traffic(spec, pushes=3, pulls=4)
-    zero = {h: {"uplink_bytes": 0, "downlink_bytes": 0} for h in traffic}
+    zero = {f"{h} {d}": 0 for h in traffic for d in ("uplink", "downlink")}
 
     def counts(scale_up: float, scale_down: float) -> dict:
-        return {h: {"uplink_bytes": int(scale_up * sum(d["uplink"].values())),
-                    "downlink_bytes": int(scale_down * sum(d["downlink"].values()))}
-                for h, d in traffic.items()}
+        return {f"{h} {d}": int((scale_up if d == "uplink" else scale_down)
+                                * sum(traffic[h][d].values()))
+                for h in traffic for d in ("uplink", "downlink")}
 
     assert wire_check(spec, zero, counts(1.04, 1.01))["ok"]
     bad = wire_check(spec, zero, counts(0.02, 0.02))  # traffic bypassed the bridge

@@ -61,6 +61,8 @@ def measure(
     summarize: Annotated[Path | None, typer.Option(help="torchrun: summarize a finished run — the --out directory with every host's records-<host>.jsonl copied back; writes measurement.json there")] = None,
     cpu_quota: Annotated[list[str] | None, typer.Option(help="HOST=FRACTION of one core via cgroup, repeatable, e.g. w1=0.5")] = None,
     probe: Annotated[bool, typer.Option(help="probe every link's goodput before the run")] = True,
+    backend: Annotated[str, typer.Option(help="gloo (CPU tensors over TCP) or nccl (CUDA GPUs, all-reduce; torchrun on GPU servers)")] = "gloo",
+    nproc_per_node: Annotated[int | None, typer.Option(help="torchrun: ranks (GPUs) per server, the same as --gpus-per-node")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")] = False,
 ) -> None:
     """Run real distributed PyTorch training (PS or DDP) on an emulated cluster and summarize it.
@@ -82,6 +84,9 @@ def measure(
                           **{k: v for k, v in scenario.items() if k not in ("arch", "sync")})
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    if nproc_per_node is not None:
+        scenario["gpus_per_node"] = _nproc(nproc_per_node, scenario.get("gpus_per_node"),
+                                           launcher)
     if launcher == "torchrun":
         if cpu_quota:
             raise InputError("--cpu-quota", "only applies to --launcher emulated")
@@ -91,7 +96,8 @@ def measure(
                              "give --hosts, one per role, comma-separated")
         plan = torchrun.torchrun_plan(model, hosts=host_list, out=out, compute=compute,
                                       iterations=iterations, warmup=warmup,
-                                      interface=interface, port=master_port, **scenario)
+                                      interface=interface, port=master_port, backend=backend,
+                                      **scenario)
         if run:
             from ddlperf.measure.remote import STARTUP_S, run_over_ssh
 
@@ -135,7 +141,7 @@ def measure(
         result = runner.measure(
             model, compute=compute, iterations=iterations, warmup=warmup, out=out,
             timeout=timeout, cpu_quota=_quotas(cpu_quota), probe=probe, progress=_progress,
-            **scenario,
+            backend=backend, **scenario,
         )
     except RunFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -143,6 +149,19 @@ def measure(
     except KeyboardInterrupt:
         raise _interrupted("the emulated cluster was torn down") from None
     _show(result, json_output, notes)
+
+
+def _nproc(nproc: int, gpus: int | None, launcher: str) -> int:
+    """``--nproc-per-node`` is torchrun's name for the GPUs (ranks) of each server."""
+    if launcher != "torchrun":
+        raise InputError("--nproc-per-node", "only applies to --launcher torchrun",
+                         "use --gpus-per-node for the emulated cluster")
+    if nproc < 1:
+        raise InputError("--nproc-per-node", f"must be at least 1, got {nproc}")
+    if gpus is not None and gpus != nproc:
+        raise InputError("--nproc-per-node", f"{nproc} contradicts --gpus-per-node {gpus}",
+                         "give one of them")
+    return nproc
 
 
 def _interrupted(what: str) -> typer.Exit:

@@ -107,6 +107,11 @@ def _on_predictions(default: str) -> dict[str, str]:
     return {"predict": default, "sweep": default}
 
 
+def _on_both(default: str) -> dict[str, str]:
+    """The same default in predict, sweep and measure."""
+    return dict.fromkeys(COMMANDS, default)
+
+
 SCENARIO_FLAGS: tuple[Flag, ...] = (
     Flag("model", "zoo model, see 'ddlperf models'", metavar="NAME",
          defaults={**_PREDICT_DEFAULTS, "measure": "mobilenet_v2"}),
@@ -156,20 +161,19 @@ SCENARIO_FLAGS: tuple[Flag, ...] = (
     Flag("config", "cluster YAML (mixed workers, PS, links); flags override its top level",
          kind=Path, sweep=False, keyword="cluster"),
     Flag("gpus_per_node", "GPUs per server: --workers N GPUs on N/G servers sharing their "
-                          "NICs", kind=int, commands=_PREDICTIONS, defaults=_on_predictions("1")),
+                          "NICs", kind=int, defaults=_on_both("1")),
     Flag("intra", "intra-node fabric per GPU: a name (see 'ddlperf fabrics') or a rate such "
-                  "as 150GB/s", metavar="FABRIC", commands=_PREDICTIONS),
-    Flag("nics", "NICs per server, each at --bandwidth", kind=int, commands=_PREDICTIONS,
-         defaults=_on_predictions("1")),
-    Flag("rack_size", "servers per rack (with --rack-uplink)", kind=int, commands=_PREDICTIONS),
+                  "as 150GB/s", metavar="FABRIC"),
+    Flag("nics", "NICs per server, each at --bandwidth", kind=int, defaults=_on_both("1")),
+    Flag("rack_size", "servers per rack (with --rack-uplink)", kind=int),
     Flag("rack_uplink", "rack uplink to the core switch, e.g. 100Gbps (both directions)",
-         metavar="RATE", commands=_PREDICTIONS),
+         metavar="RATE"),
     Flag("allreduce", "all-reduce algorithm: flat over all GPUs, or inside servers then "
-                      "across them", choices=("ring", "hierarchical"), commands=_PREDICTIONS,
-         defaults=_on_predictions("ring")),
+                      "across them", choices=("ring", "hierarchical"),
+         defaults=_on_both("ring")),
     Flag("local_aggregation", "PS: sum each server's gradients over its fabric, push and pull "
-                              "once per server", kind=bool, commands=_PREDICTIONS,
-         defaults=_on_predictions("off")),
+                              "once per server", kind=bool,
+         defaults=_on_both("off")),
 )
 
 

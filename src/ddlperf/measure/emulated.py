@@ -43,6 +43,7 @@ from typing import Any
 
 from ddlperf.errors import InputError
 from ddlperf.measure import cgroups, netns, shaping
+from ddlperf.measure.counters import RACK_UPLINK
 from ddlperf.measure.hosts import MAX_HOSTS as MAX_HOSTS  # re-exported: the CLI's limit
 from ddlperf.measure.hosts import HostSpec, RackSpec, validate_hosts
 from ddlperf.measure.netns import CommandError
@@ -53,7 +54,6 @@ STATE_DIR = Path("/run/ddlperf")
 SUBNET = ipaddress.ip_network("198.18.0.0/24")  # inside the benchmarking range 198.18.0.0/15
 BRIDGE = "br0"
 HOST_DEV = "eth0"
-RACK_UPLINK = "uplink"  # a rack switch's veth to the core switch
 
 _RUN_ID = re.compile(r"^[a-z0-9]{1,12}$")
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -211,54 +211,14 @@ class EmulatedCluster:
         return subprocess.Popen(self.command(host_name, argv, in_cgroup=in_cgroup), **popen_kwargs)
 
     def port_bytes(self) -> dict[str, dict[str, int]]:
-        """Bytes per host counted on its bridge port.
+        """Bytes per host on its switch port (:func:`ddlperf.measure.counters.port_bytes`)."""
+        from ddlperf.measure.counters import port_bytes
 
-        ``downlink_bytes`` = sent by the port to the host, ``uplink_bytes`` = received from it.
-        These are kernel skb lengths: a GSO super-packet counts its headers once, so the counts
-        lie between payload and payload / 0.956.
-        """
-        switches = {self.switch_of(h.name) for h in self.hosts}
-        stats = {sw: _link_stats(sw) for sw in switches}
-        result: dict[str, dict[str, int]] = {}
-        for host in self.hosts:
-            switch = self.switch_of(host.name)
-            link = stats[switch].get(self.port(host.name))
-            if link is None:
-                raise CommandError(["ip", "-n", switch, "link"], 1,
-                                   f"port {self.port(host.name)} is missing")
-            result[host.name] = {
-                "downlink_bytes": int(link["tx"]["bytes"]),
-                "uplink_bytes": int(link["rx"]["bytes"]),
-            }
-        return result
+        return port_bytes(self)
 
-    def rack_bytes(self) -> dict[int, dict[str, int]]:
-        """Bytes per rack counted on its uplink veth in the rack switch: ``uplink_bytes`` sent
-        to the core switch, ``downlink_bytes`` received from it (skb lengths, as ports)."""
-        result = {}
-        for rack in range(len(self.racks)):
-            link = _link_stats(self.rack_namespace(rack)).get(RACK_UPLINK)
-            if link is None:
-                raise CommandError(["ip", "-n", self.rack_namespace(rack), "link"], 1,
-                                   f"{RACK_UPLINK} of rack {rack} is missing")
-            result[rack] = {"uplink_bytes": int(link["tx"]["bytes"]),
-                            "downlink_bytes": int(link["rx"]["bytes"])}
-        return result
-
-    def loopback_bytes(self) -> dict[str, dict[str, int]]:
-        """Per host with a shaped loopback: bytes each rank's class sent on ``lo``
-        (``rank<i>``), and ``other`` (traffic of no rank: rendezvous, ACKs)."""
-        from ddlperf.measure.loopback import class_bytes
-
-        result = {}
-        for host in self.hosts:
-            if not host.intra_bps:
-                continue
-            counts = class_bytes(self.namespace(host.name))
-            ranks = {f"rank{i}": counts.get(shaping.rank_class(i), 0) for i in range(host.ranks)}
-            ranks["other"] = counts.get("1:2", 0) + counts.get("1:3", 0)
-            result[host.name] = ranks
-        return result
+    def loopback_shaped(self, host_name: str) -> bool:
+        """The host's ``lo`` has one class per rank (its ranks wait at the loopback gate)."""
+        return bool(self._host(host_name)[1].intra_bps)
 
     def classify_loopback(self, host_name: str, pids: dict[int, int]) -> int:
         """Send each rank's loopback packets (by TCP source port) to its class on the host's
@@ -493,12 +453,6 @@ def _add_switch(ns: str) -> None:
     netns.ip(ns, "link", "set", "lo", "up")
     netns.ip(ns, "link", "add", BRIDGE, "type", "bridge")
     netns.ip(ns, "link", "set", BRIDGE, "up")
-
-
-def _link_stats(ns: str) -> dict[str, Any]:
-    """Interface name → its ``stats64`` in namespace ``ns``."""
-    out = netns.ip(ns, "-j", "-s", "link", "show")
-    return {link["ifname"]: link.get("stats64", {}) for link in json.loads(out)}
 
 
 def _attempt(problems: list[str], action: Any) -> None:

@@ -26,10 +26,12 @@ from typing import Any
 import numpy as np
 
 from ddlperf.errors import InputError
-from ddlperf.measure.records import read_records
+from ddlperf.measure.records import append_record, read_records
 from ddlperf.measure.traffic import expected_flows, host_links, link_loads
 from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,
+    GATE_ENV,
+    GO_FILE,
     REAL_LABEL,
     SPEC_FORMAT,
     Status,
@@ -177,6 +179,7 @@ class _Rank:
 class RunResult:
     seconds: float
     records: list[dict[str, Any]] = field(default_factory=list)
+    classified: dict[str, int] = field(default_factory=dict)  # host → loopback sockets
 
 
 def _env(entry: dict[str, Any], world: int, master: str, port: int, interface: str
@@ -216,20 +219,62 @@ def run_emulated(
     port = int(getattr(cluster, "master_port", MASTER_PORT))
     ranks: list[_Rank] = []
     began = time.monotonic()
+    shaped = getattr(cluster, "loopback_shaped", lambda _host: False)
+    gate = LoopbackGate(cluster, out / "gate", spec)
     try:
         for entry in table:
             log = logs / f"{file_name(entry['name'])}.log"
             argv = [sys.executable, "-m", module, "--spec", str(spec_path)]
+            env = _env(entry, len(table), master, port, interface)
+            if shaped(entry["host"]):
+                env[GATE_ENV] = str(gate.directory)
             with open(log, "wb") as handle:
                 proc = cluster.popen(entry["host"], argv, stdin=subprocess.DEVNULL,
-                                     stdout=handle, stderr=subprocess.STDOUT,
-                                     env=_env(entry, len(table), master, port, interface),
+                                     stdout=handle, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
             ranks.append(_Rank(entry, proc, log, time.monotonic()))
-        _watch(ranks, spec, timeout, progress)
+            if shaped(entry["host"]):
+                gate.expect(entry)
+        _watch(ranks, spec, timeout, progress, gate.poll)
     finally:
         stop_ranks(ranks)
-    return RunResult(time.monotonic() - began)
+    return RunResult(time.monotonic() - began, classified=gate.classified)
+
+
+class LoopbackGate:
+    """Holds the ranks of servers with a shaped loopback until all of them have connected,
+    then sends each rank's loopback sockets to its class (by TCP source port) and lets them
+    go (see :func:`ddlperf.measure.trainer_common.loopback_gate`)."""
+
+    def __init__(self, cluster: Any, directory: Path, spec: dict[str, Any]) -> None:
+        self.cluster, self.directory = cluster, directory
+        self.records = spec.get("records")
+        self.waiting: list[dict[str, Any]] = []
+        self.classified: dict[str, int] = {}
+        self.open = False
+
+    def expect(self, entry: dict[str, Any]) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.waiting.append(entry)
+
+    def poll(self) -> None:
+        if self.open or not self.waiting:
+            return
+        pids: dict[str, dict[int, int]] = {}
+        for entry in self.waiting:
+            try:
+                pid = int((self.directory / f"{file_name(entry['name'])}.pid").read_text())
+            except (OSError, ValueError):
+                return  # not every rank has connected yet
+            pids.setdefault(entry["host"], {})[int(entry["local_rank"])] = pid
+        for host, by_rank in pids.items():
+            self.classified[host] = self.cluster.classify_loopback(host, by_rank)
+        (self.directory / GO_FILE).write_text("go\n")
+        self.open = True
+        if self.records:
+            append_record(self.records, {"type": "gate", "name": "launcher",
+                                         "time": time.time(),
+                                         "loopback_sockets": dict(self.classified)})
 
 
 def stop_ranks(ranks: list[_Rank], grace_s: float = 2.0) -> None:
@@ -254,7 +299,8 @@ def stop_ranks(ranks: list[_Rank], grace_s: float = 2.0) -> None:
 
 
 def _watch(ranks: list[_Rank], spec: dict[str, Any], timeout: float,
-           progress: Callable[[str], None] | None) -> None:
+           progress: Callable[[str], None] | None,
+           poll: Callable[[], None] = lambda: None) -> None:
     records_path = Path(spec["records"])
     status_dir = Path(spec["status_dir"])
     total = int(spec["warmup"]) + int(spec["iterations"])
@@ -265,6 +311,7 @@ def _watch(ranks: list[_Rank], spec: dict[str, Any], timeout: float,
     errors: dict[str, dict[str, Any]] = {}
     reported = -1
     while True:
+        poll()
         offset = _tail(records_path, offset, last, counts, errors, progressed)
         codes = {r.entry["name"]: r.proc.poll() for r in ranks}
         failed = [r for r in ranks if codes[r.entry["name"]] not in (None, 0)]
@@ -412,6 +459,8 @@ def torchrun_commands(
                 f"--node-rank={i}", f"--master-addr={names[0]}", f"--master-port={port}",
                 "-m", module, "--spec", spec_path, "--records", f"records-{role_host}.jsonl"]
         env = f"GLOO_SOCKET_IFNAME={interface} OMP_NUM_THREADS=1"
+        if spec.get("backend") == "nccl":
+            env += f" NCCL_SOCKET_IFNAME={interface}"
         out.append((f"{host} ({role_host})", f"{env} {shlex.join(argv)}"))
     return out
 

@@ -32,18 +32,21 @@ from ddlperf.api import make_cluster, make_strategy, make_workload, worker_defau
 from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
 from ddlperf.io import prepare_output_dir, write_atomic
+from ddlperf.measure import servers
+from ddlperf.measure.counters import link_counts
 from ddlperf.measure.launcher import (
     RunFailed,
     build_spec,
-    expected_traffic,
     run_emulated,
 )
 from ddlperf.measure.records import append_record, read_records, summarize, write_summary
-from ddlperf.measure.trainer_common import EMULATED_LABEL, hosts_of, rank_table
+from ddlperf.measure.servers import max_link_bps as max_link_bps  # validate's rate limit
+from ddlperf.measure.traffic import expected_flows, host_links, link_loads
+from ddlperf.measure.trainer_common import EMULATED_LABEL, rank_table
 from ddlperf.prediction import Prediction
 from ddlperf.scenario import Scenario, resolve
 from ddlperf.strategy import Strategy
-from ddlperf.units import format_bandwidth, format_duration, format_size
+from ddlperf.units import format_duration, format_size
 from ddlperf.workload import Workload
 
 DEFAULT_MODEL = "mobilenet_v2"
@@ -52,11 +55,6 @@ WIRE_TOLERANCE = 0.10
 WIRE_MIN_BYTES = 1e6  # links expected to carry less are not judged (handshakes dominate)
 COMPUTE_MODES = ("emulated", "real")
 LAUNCHERS = ("emulated", "torchrun")
-
-
-def max_link_bps() -> float:
-    """What this machine can drive per emulated link: about 1 Gbit/s per core (2 Gbit/s on 2)."""
-    return 1e9 * (os.cpu_count() or 1)
 
 
 class WireCheckFailed(RunFailed):
@@ -72,23 +70,27 @@ def resolve_scenario(
     batch_size: int | None, device: str | None, workers: int | None, ps: int | None,
     placement: str | None, arch: str, sync: str, staleness: int | None, sharding: str,
     overlap: bool, bucket_size: str | float | None, bandwidth: str | float | None,
-    latency: str | float | None,
+    latency: str | float | None, **servers: Any,
 ) -> Scenario:
+    """The scenario as ``predict`` resolves it; ``servers``: ``gpus_per_node``, ``intra``,
+    ``nics``, ``rack_size``, ``rack_uplink`` (cluster) and ``allreduce``,
+    ``local_aggregation`` (strategy), as :func:`ddlperf.api.predict` takes them."""
     if model is None and workload is None:
         model = DEFAULT_MODEL
     the_workload = make_workload(model, workload, batch_size, device)
+    allreduce = servers.pop("allreduce", None) or "ring"
+    aggregation = bool(servers.pop("local_aggregation", None))
+    servers = {k: v for k, v in servers.items() if v is not None}
     if strategy is None:
-        strategy = make_strategy(arch, sync, staleness, sharding, overlap, bucket_size)
+        strategy = make_strategy(arch, sync, staleness, sharding, overlap, bucket_size,
+                                 allreduce, aggregation)
     if cluster is None:
         workers = 2 if workers is None else workers
         ps = (1 if strategy.arch == "ps" else 0) if ps is None else ps
         bandwidth = DEFAULT_BANDWIDTH if bandwidth is None else bandwidth
     the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, None, placement,
-                               strategy.arch, **worker_defaults(workload, batch_size, device))
-    if the_cluster.nodes or the_cluster.racks is not None:
-        raise InputError("--config", "the emulated cluster runs one-GPU hosts (workers:) so "
-                         "far; servers (nodes:) and racks are not emulated yet",
-                         "describe the cluster with workers: and no racks:")
+                               strategy.arch, **worker_defaults(workload, batch_size, device),
+                               **servers)
     return resolve(the_workload, the_cluster, strategy)
 
 
@@ -141,34 +143,10 @@ def _check_real(sc: Scenario) -> None:
 
 
 def host_specs(sc: Scenario, table: list[dict[str, Any]], quotas: dict[str, float],
-                emulated: bool = True) -> list[Any]:
-    """Each host's line rates (and CPU quota); ``emulated``: refuse rates this machine cannot
-    drive (real machines under torchrun have real NICs)."""
-    from ddlperf.measure.emulated import HostSpec
-
-    cluster = sc.cluster
-    group_of_worker = [g for g in cluster.workers for _ in range(g.count)]
-    hosts = hosts_of(table)
-    unknown = sorted(set(quotas) - set(hosts))
-    if unknown:
-        raise InputError("--cpu-quota", f"no host named {', '.join(unknown)}",
-                         f"hosts of this run: {', '.join(hosts)}")
-    limit = max_link_bps()
-    specs = []
-    for host in hosts:
-        if host.startswith("ps"):
-            up, down = cluster.ps_up(), cluster.ps_down()
-        else:
-            group = group_of_worker[int(host[1:])]
-            up, down = cluster.worker_up(group), cluster.worker_down(group)
-        for rate in (up, down) if emulated else ():
-            if rate > limit:
-                raise InputError(
-                    "--bandwidth", f"{format_bandwidth(rate)} on host {host} is more than this "
-                    f"machine can drive (about {format_bandwidth(limit)} per emulated link on "
-                    f"{os.cpu_count()} cores)", f"use at most {format_bandwidth(limit)}")
-        specs.append(HostSpec(host, up, down, quotas.get(host)))
-    return specs
+               emulated: bool = True) -> list[Any]:
+    """Each host's rates, loopback, rack and CPU quota (:func:`ddlperf.measure.servers.
+    host_specs`); ``emulated``: refuse what this machine cannot emulate."""
+    return servers.host_specs(sc, table, quotas, emulated)
 
 
 def prepare_out(out: str | Path | None) -> Path:
@@ -210,6 +188,14 @@ def measure(
     probe_seconds: float = 1.0,
     check_wire: bool = True,
     progress: Callable[[str], None] | None = None,
+    gpus_per_node: int | None = None,
+    intra: str | float | None = None,
+    nics: int | None = None,
+    rack_size: int | None = None,
+    rack_uplink: str | float | None = None,
+    allreduce: str | None = None,
+    local_aggregation: bool | None = None,
+    backend: str = "gloo",
 ) -> Prediction:
     """Run one scenario for real on an emulated cluster; return its Measurement.
 
@@ -218,16 +204,23 @@ def measure(
     waits of the workload's times: emulated device time) or ``'real'`` (the zoo model on CPU).
     ``timeout``: seconds a rank may go without finishing an iteration (until its first one:
     at least 60 s, for imports and rendezvous).
-    ``cpu_quota``: host name → share of one core (cgroup), e.g. ``{"w1": 0.5}``.
+    ``cpu_quota``: host name → share of one core (cgroup), e.g. ``{"w1": 0.5}``; on servers a
+    host is a server (``node1``), all its ranks in the quota.
+    Servers and racks (``gpus_per_node`` … ``local_aggregation``) as in ``predict``; see
+    :mod:`ddlperf.measure.servers` for how they are emulated. ``backend``: gloo (nccl needs
+    CUDA GPUs, which the emulated cluster has not).
     Raises :class:`InputError` for bad input or missing root, :class:`RunFailed` when a rank
     crashes or hangs, :class:`WireCheckFailed` when the bytes on the wire do not add up.
     """
     from ddlperf.measure.emulated import EmulatedCluster, require_root
 
     check_options(compute, iterations, warmup, timeout, "emulated")
+    check_backend(backend, "emulated")
     sc = resolve_scenario(model, workload, cluster, strategy, batch_size, device, workers, ps,
-                   placement, arch, sync, staleness, sharding, overlap, bucket_size, bandwidth,
-                   latency)
+                          placement, arch, sync, staleness, sharding, overlap, bucket_size,
+                          bandwidth, latency, gpus_per_node=gpus_per_node, intra=intra,
+                          nics=nics, rack_size=rack_size, rack_uplink=rack_uplink,
+                          allreduce=allreduce, local_aggregation=local_aggregation)
     model_name = model_for_real(sc, model) if compute == "real" else None
     if compute == "real":
         _check_real(sc)
@@ -253,7 +246,8 @@ def measure(
                             "sync": spec["sync"], "workers": len(spec["workers"]),
                             "shards": spec["shards"], "iterations": iterations,
                             "warmup": warmup})
-    emulated = EmulatedCluster(hosts)
+    emulated = EmulatedCluster(hosts, racks=servers.rack_specs(sc))
+    links = host_links(spec)
     try:
         with emulated as net:
             durations["setup_s"] = time.monotonic() - began
@@ -285,7 +279,7 @@ def measure(
                 f"(run {net.run_id}, records: {records}); {iterations + warmup} iterations of "
                 f"about {format_duration(step)} each (estimate): "
                 f"~{format_duration((iterations + warmup) * step)} after start-up")
-            ports_before = net.port_bytes()
+            counts_before = link_counts(net, links)
             try:
                 result = run_emulated(net, spec, spec_path, run_dir, timeout, say)
             except RunFailed as exc:
@@ -294,11 +288,11 @@ def measure(
                                         "error": str(exc)})
                 raise
             durations["training_s"] = result.seconds
-            ports_after = net.port_bytes()
+            counts_after = link_counts(net, links)
             run_id = net.run_id
     finally:
         durations["total_s"] = time.monotonic() - began
-    wire = wire_check(spec, ports_before, ports_after)
+    wire = wire_check(spec, counts_before, counts_after)
     all_records, skipped = read_records(records)
     context = measurement_context(sc, spec, all_records, probed, single, hosts, wire,
                                   durations, run_dir, run_id, skipped)
@@ -315,62 +309,82 @@ def measure(
     return measurement
 
 
-def wire_check(spec: dict[str, Any], before: dict[str, dict[str, int]],
-               after: dict[str, dict[str, int]]) -> dict[str, Any]:
-    """Bytes counted on each bridge port vs the payload the trainers had to move.
+def wire_check(spec: dict[str, Any], before: dict[str, int], after: dict[str, int]
+               ) -> dict[str, Any]:
+    """Bytes counted on every link vs the payload the trainers had to move (link names as
+    :func:`ddlperf.measure.counters.link_counts` gives them).
 
     Expected = payload of every iteration, warm-up included (PS: one more pull per worker, the
-    final parameters; the probe ran before the ``before`` snapshot). Port counts include TCP/IP
-    headers (with GSO between payload and payload / 0.956) and ACKs (~1% of the reverse
-    direction): a downlink (bytes delivered to a host) must lie within ±10% of its payload.
-    An uplink also counts segments the switch dropped and the sender retransmitted (shaped
-    queues overflow when several senders burst into one downlink): it must lie between −10%
-    and +10% plus every byte the switch dropped (Σ uplinks − Σ downlinks).
+    final parameters; the probe ran before the ``before`` snapshot), per link
+    (:mod:`ddlperf.measure.traffic`). Port counts include TCP/IP headers (with GSO between
+    payload and payload / 0.956) and ACKs (~1% of the reverse direction): a NIC downlink (bytes
+    delivered to a host) must lie within ±10% of its payload. An uplink also counts segments
+    the switch dropped and the sender retransmitted (shaped queues overflow when several
+    senders burst into one downlink): it must lie between −10% and +10% plus every byte the
+    switch dropped (Σ uplinks − Σ downlinks); so must a rack link, which a retransmission
+    crosses again. A server's loopback (``node0 intra``: its ranks' classes) must carry its
+    intra-node payload within ±10%, and what crossed it outside every rank's class (``node0
+    loopback other``) at most 10% of that. A link is judged when it should carry, or did
+    carry, at least 1 MB.
     """
     total = int(spec["warmup"]) + int(spec["iterations"])
-    per_run = expected_traffic(spec, pushes=total,
-                               pulls=total + 1 if spec["arch"] == "ps" else total)
-    delta = {host: {key: after[host][key] - before[host][key]
-                    for key in ("uplink_bytes", "downlink_bytes")} for host in per_run}
-    dropped = max(0, sum(d["uplink_bytes"] - d["downlink_bytes"] for d in delta.values()))
+    flows = expected_flows(spec, pushes=total,
+                           pulls=total + 1 if spec["arch"] == "ps" else total)
+    loads = {link: sum(by_worker.values()) for link, by_worker in link_loads(spec, flows).items()}
+    delta = {link: after[link] - before.get(link, 0) for link in after}
+    nics = [k for k in delta if not k.startswith("rack") and k.endswith(("uplink", "downlink"))]
+    dropped = max(0, sum(delta[k] for k in nics if k.endswith("uplink"))
+                  - sum(delta[k] for k in nics if k.endswith("downlink")))
     rows, bad = [], []
-    for host, directions in per_run.items():
-        for direction in ("uplink", "downlink"):
-            expected = sum(directions[direction].values())
-            measured = delta[host][f"{direction}_bytes"]
+    for link, measured in delta.items():
+        if link.endswith(" loopback other"):
+            host = link.removesuffix(" loopback other")
+            intra = loads.get(f"{host} intra", 0.0)
+            judged = intra >= WIRE_MIN_BYTES
+            ok = not judged or measured <= WIRE_TOLERANCE * intra
+            rows.append({"link": link, "expected_bytes": 0.0, "measured_bytes": measured,
+                         "ratio": None, "judged": judged, "ok": ok})
+        else:
+            expected = loads.get(link, 0.0)
             ratio = measured / expected if expected > 0 else None
-            judged = expected >= WIRE_MIN_BYTES
-            high = WIRE_TOLERANCE * expected + (dropped if direction == "uplink" else 0)
+            judged = max(expected, measured) >= WIRE_MIN_BYTES
+            resent = link.endswith("uplink") or link.startswith("rack")
+            high = WIRE_TOLERANCE * expected + (dropped if resent else 0)
             ok = not judged or -WIRE_TOLERANCE * expected <= measured - expected <= high
-            rows.append({"link": f"{host} {direction}", "expected_bytes": expected,
-                         "measured_bytes": measured, "ratio": ratio, "judged": judged,
-                         "ok": ok})
-            if not ok:
-                bad.append(rows[-1])
+            rows.append({"link": link, "expected_bytes": expected, "measured_bytes": measured,
+                         "ratio": ratio, "judged": judged, "ok": ok})
+        if not ok:
+            bad.append(rows[-1])
     message = "bytes on the wire match the expected volume within 10%"
     if bad:
-        worst = max(bad, key=lambda r: abs((r["ratio"] or 0) - 1))
+        worst = max(bad, key=lambda r: abs((r["ratio"] or 1e9) - 1))
+        ratio = f"×{worst['ratio']:.3f}" if worst["ratio"] is not None else "none expected"
         message = (f"bytes on the wire differ from the expected volume by more than 10% on "
                    f"{len(bad)} link(s); worst {worst['link']}: measured "
                    f"{format_size(worst['measured_bytes'])}, expected "
-                   f"{format_size(worst['expected_bytes'])} (×{worst['ratio']:.3f}); traffic "
+                   f"{format_size(worst['expected_bytes'])} ({ratio}); traffic "
                    "may have bypassed the emulated network (shared memory?) or a rank did "
                    "extra work")
     return {"ok": not bad, "tolerance": WIRE_TOLERANCE, "iterations_counted": total,
             "retransmitted_bytes": dropped, "links": rows, "message": message,
             "note": "expected = trainer payload; port counts add TCP/IP headers (GSO: between "
-                    "payload and payload/0.956), ACKs and, on uplinks, retransmissions of "
-                    "segments the switch dropped"}
+                    "payload and payload/0.956), ACKs and, on uplinks and rack links, "
+                    "retransmissions of segments the switch dropped; loopback counts are "
+                    "each rank's class on lo"}
 
 
 def _single_real(net: Any, spec: dict[str, Any], spec_path: Path, hosts: list[Any],
                  iterations: int, warmup: int, timeout: float) -> dict[str, Any]:
     """Median step of the real model alone on the fastest worker host (its CPU quota)."""
-    workers = [h for h in hosts if not h.name.startswith("ps")]
+    first = {}  # host → its first worker's index
+    for w in spec["workers"]:
+        first.setdefault(w.get("host", w["name"]), int(w["index"]))
+    workers = [h for h in hosts if h.name in first]
     best = max(workers, key=lambda h: h.cpu_quota if h.cpu_quota is not None else 1e9)
+    index = first[best.name]
     count = max(3, min(iterations, 10))
     argv = [sys.executable, "-m", "ddlperf.measure.compute", "--spec", str(spec_path),
-            "--single", best.name[1:], "--iterations", str(count), "--warmup",
+            "--single", str(index), "--iterations", str(count), "--warmup",
             str(max(1, min(warmup, 3)))]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = net.popen(best.name, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -385,7 +399,7 @@ def _single_real(net: Any, spec: dict[str, Any], spec_path: Path, hosts: list[An
         tail = (stderr.strip().splitlines() or ["?"])[-1]
         raise RunFailed(f"the single-worker baseline on {best.name} failed: {tail}")
     result = json.loads(stdout.strip().splitlines()[-1])
-    worker = spec["workers"][int(best.name[1:])]
+    worker = spec["workers"][index]
     step = float(result["median"])
     return {"worker": best.name, "device": worker["device_label"], "iteration_time_s": step,
             "throughput_samples_per_s": worker["batch_size"] / step,
@@ -401,7 +415,6 @@ def measurement_context(
 ) -> dict[str, Any]:
     """What :func:`~ddlperf.measure.records.summarize` needs besides the records; shared by
     the emulated launcher and the summary of a torchrun run (no probe, no bridge ports)."""
-    from ddlperf.measure.probe import own_rate_bps
     from ddlperf.predictors.analytic import describe_inputs
 
     label = spec["compute_label"]
@@ -425,15 +438,7 @@ def measurement_context(
     else:
         for w in spec["workers"]:
             standalone[w["name"]] = w["batch_size"] / single["iteration_time_s"]
-    goodput = sc.cluster.goodput
-    links = {}
-    for host, directions in expected_traffic(spec).items():
-        spec_host = next(h for h in hosts if h.name == host)
-        for direction in ("uplink", "downlink"):
-            configured = getattr(spec_host, f"{direction}_bps") * goodput / 8
-            rate = own_rate_bps(probed.get(host), direction)  # a path probe is not the link's
-            links[f"{host} {direction}"] = {
-                "rate_Bps": rate / 8 if rate else configured, "bytes": directions[direction]}
+    links = utilization_links(sc, spec, hosts, probed)
     updates = [r for r in records if r.get("type") == "serve"
                and int(r["iteration"]) >= spec["warmup"] and r.get("payload_received_bytes")]
     update_per_byte = (sum(float(r["update_s"]) for r in updates)
@@ -461,6 +466,7 @@ def measurement_context(
         notes.append("PS updates run on the CPU (SGD with momentum)"
                      + (f": {update_per_byte * 1e9:.3g} ns per gradient byte measured"
                         if update_per_byte else ""))
+    notes += servers.notes(sc)
     if skipped:
         notes.append(f"{skipped} unreadable record line(s) skipped")
     inputs = describe_inputs(sc, "measured")
@@ -477,3 +483,58 @@ def measurement_context(
             "warmup": spec["warmup"],
             "label": label, "single_worker": single, "standalone": standalone, "links": links,
             "inputs": inputs, "notes": notes}
+
+
+def utilization_links(sc: Scenario, spec: dict[str, Any], hosts: list[Any],
+                      probed: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Link name → {"rate_Bps", "bytes": {worker: bytes per iteration}} for the utilization
+    of every NIC (probed, else configured × goodput), rack link (configured × goodput) and
+    server fabric (``node0 intra``: its busiest rank's loopback sends at the intra rate, a
+    data rate), named as the predictors name them."""
+    from ddlperf.measure.probe import own_rate_bps
+
+    goodput = sc.cluster.goodput
+    loads = link_loads(spec, expected_flows(spec))
+    out: dict[str, dict[str, Any]] = {}
+    for host, link in host_links(spec).items():
+        spec_host = next(h for h in hosts if h.name == host)
+        for direction in ("uplink", "downlink"):
+            configured = getattr(spec_host, f"{direction}_bps") * goodput / 8
+            rate = own_rate_bps(probed.get(host), direction)  # a path probe is not the link's
+            out[f"{link} {direction}"] = {"rate_Bps": rate / 8 if rate else configured,
+                                          "bytes": loads.get(f"{link} {direction}", {})}
+        if getattr(spec_host, "intra_bps", None):
+            ranks = [e["name"] for e in rank_table(spec) if e["host"] == host]
+            busiest = max(ranks, key=lambda r: sum(loads.get(f"{r} intra", {}).values()))
+            out[f"{host} intra"] = {"rate_Bps": spec_host.intra_bps / 8,
+                                    "bytes": loads.get(f"{busiest} intra", {})}
+    racks = sc.cluster.racks
+    if racks is not None:
+        for link, by_worker in loads.items():
+            if link.startswith("rack"):
+                rate = racks.uplink if link.endswith("uplink") else racks.down
+                out[link] = {"rate_Bps": rate * goodput / 8, "bytes": by_worker}
+    return out
+
+
+BACKENDS = ("gloo", "nccl")
+
+
+def check_backend(backend: str, launcher: str, arch: str | None = None) -> None:
+    """gloo anywhere; nccl only where the ranks have CUDA GPUs (never the emulated cluster)
+    and for all-reduce (the PS trainers exchange CPU tensors point to point)."""
+    if backend not in BACKENDS:
+        raise InputError("--backend", f"unknown backend {backend!r}", "use gloo or nccl")
+    if backend == "nccl" and arch == "ps":
+        raise InputError("--backend", "nccl applies to --arch allreduce (the PS trainers "
+                         "send CPU tensors point to point over gloo)", "use --backend gloo")
+    if backend == "nccl" and launcher == "emulated":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("--backend", "nccl needs CUDA GPUs and this machine has none (the "
+                             "emulated cluster runs gloo over TCP)",
+                             "use --backend gloo, or --launcher torchrun on GPU servers")
+        raise InputError("--backend", "the emulated cluster runs gloo over its shaped links "
+                         "(NCCL would use shared memory and NVLink between ranks here)",
+                         "use --backend gloo, or --launcher torchrun on GPU servers")

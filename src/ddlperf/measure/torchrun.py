@@ -27,6 +27,7 @@ from ddlperf.measure.launcher import MASTER_PORT, torchrun_commands
 from ddlperf.measure.records import read_records, summarize, write_summary
 from ddlperf.measure.run import (
     build_spec,
+    check_backend,
     check_options,
     host_specs,
     measurement_context,
@@ -45,7 +46,8 @@ SPEC_FILE = "spec.json"
 NIC_TOLERANCE = 0.10  # a NIC must have carried at least 90% of the payload
 SCENARIO_KEYS = ("workload", "cluster", "strategy", "batch_size", "device", "workers", "ps",
                  "placement", "arch", "sync", "staleness", "sharding", "overlap",
-                 "bucket_size", "bandwidth", "latency")
+                 "bucket_size", "bandwidth", "latency", "gpus_per_node", "intra", "nics",
+                 "rack_size", "rack_uplink", "allreduce", "local_aggregation")
 
 
 def records_file(host: str) -> str:
@@ -63,6 +65,7 @@ def torchrun_plan(
     warmup: int = 3,
     interface: str = "eth0",
     port: int = MASTER_PORT,
+    backend: str = "gloo",
     **scenario: Any,
 ) -> dict[str, Any]:
     """Write ``OUT/spec.json`` and ``OUT/scenario.json``; return the per-host torchrun command
@@ -79,9 +82,10 @@ def torchrun_plan(
     args["sharding"] = args["sharding"] or "round_robin"
     args["overlap"] = True if args["overlap"] is None else args["overlap"]
     sc = resolve_scenario(model, **args)  # type: ignore[arg-type]
+    check_backend(backend, "torchrun", sc.strategy.arch)
     model_name = model_for_real(sc, model) if compute == "real" else None
     spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
-                      model=model_name)
+                      model=model_name, backend=backend)
     run_dir = prepare_out(out)
     spec["records"] = "records.jsonl"
     commands = torchrun_commands(spec, SPEC_FILE, hosts, port=port, interface=interface)

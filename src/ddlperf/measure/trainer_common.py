@@ -262,12 +262,61 @@ def env_rank() -> tuple[int, int]:
     return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 
 
-def init_group(spec: dict[str, Any], world: int) -> None:
+def init_group(spec: dict[str, Any], world: int) -> dict[int, Any]:
+    """Join the job (``spec["backend"]``: gloo, or nccl on CUDA) and create every group the
+    trainer needs before the first byte of training: a hierarchical all-reduce's rings of the
+    servers' GPUs with one local index (returned, by local index). Then wait at the loopback
+    gate (see :func:`loopback_gate`), when the launcher set one."""
     import torch.distributed as dist
 
     timeout = datetime.timedelta(seconds=float(spec.get("op_timeout_s", 600)))
-    dist.init_process_group("gloo", timeout=timeout, world_size=world,
+    dist.init_process_group(spec.get("backend", "gloo"), timeout=timeout, world_size=world,
                             rank=int(os.environ["RANK"]))
+    groups: dict[int, Any] = {}
+    if spec["arch"] == "allreduce" and spec.get("allreduce") == "hierarchical":
+        for local, ranks in sorted(local_rings(spec).items()):
+            groups[local] = dist.new_group(ranks)
+    loopback_gate(spec)
+    return groups
+
+
+def local_rings(spec: dict[str, Any]) -> dict[int, list[int]]:
+    """Local index → ranks of the servers' GPUs with that index, server by server."""
+    rings: dict[int, list[int]] = {}
+    for entry in rank_table(spec):
+        if entry["role"] == "worker":
+            rings.setdefault(entry["local_rank"], []).append(entry["rank"])
+    return rings
+
+
+GATE_ENV = "DDLPERF_LOOPBACK_GATE"
+GO_FILE = "go"
+
+
+def loopback_gate(spec: dict[str, Any]) -> None:
+    """On a shaped loopback (the emulated launcher sets ``DDLPERF_LOOPBACK_GATE`` to a
+    directory): say "connected" with this process's id, then wait until the launcher has
+    sent this rank's sockets to its class on ``lo`` (it writes ``go``), so that no byte of
+    training crosses the loopback unshaped. Without the variable (torchrun): nothing."""
+    gate = os.environ.get(GATE_ENV)
+    if not gate:
+        return
+    directory = Path(gate)
+    me = table_entry(spec)
+    ready = directory / f"{file_name(me['name'])}.pid"
+    tmp = ready.with_suffix(".tmp")
+    tmp.write_text(str(os.getpid()))
+    os.replace(tmp, ready)
+    deadline = time.monotonic() + float(spec.get("op_timeout_s", 600))
+    while not (directory / GO_FILE).exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the launcher never opened the loopback gate")
+        time.sleep(0.01)
+
+
+def table_entry(spec: dict[str, Any]) -> dict[str, Any]:
+    """This process's rank-table entry (from ``RANK``)."""
+    return rank_table(spec)[int(os.environ["RANK"])]
 
 
 def torch_dtype(name: str) -> Any:
