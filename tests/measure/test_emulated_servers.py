@@ -20,6 +20,7 @@ from ddlperf.measure.emulated import EmulatedCluster
 from ddlperf.measure.hosts import HostSpec, RackSpec
 from ddlperf.measure.loopback import _address
 from ddlperf.measure.probe import GOODPUT_FACTOR, probe_flows
+from ddlperf.measure.rank_classes import Rank
 from tests.conftest import leftovers, netns_skip_reason
 
 MBPS = 1e6
@@ -77,7 +78,8 @@ def _exchange(cluster: EmulatedCluster, host: str, senders: tuple[bool, bool],
     try:
         for proc in procs:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "connected"
-        assert cluster.classify_loopback(host, {i: p.pid for i, p in enumerate(procs)}) >= 2
+        ranks = [Rank(f"r{i}", host, i, p.pid) for i, p in enumerate(procs)]
+        assert cluster.classify_ranks(ranks)[host] >= 2
         start = time.time() + 0.3
         for proc in procs:
             assert proc.stdin is not None

@@ -14,7 +14,8 @@ Layout (``rid`` = short random run id, so concurrent runs never collide)::
 A host is a server: every rank on it shares its eth0 (the server's NIC) and reaches the other
 ranks of the server over ``lo``, which :func:`~ddlperf.measure.shaping.shape_loopback` shapes
 to ``intra_bps`` per rank once the ranks have connected (:meth:`EmulatedCluster.
-classify_loopback`). Racks are a second level of switches behind shaped uplinks.
+classify_ranks`, which also gives each pair of ranks on different hosts a fair class on the
+links between them). Racks are a second level of switches behind shaped uplinks.
 
 Used as a context manager the cluster is always torn down: on exit, on exceptions and on
 SIGINT/SIGTERM. :meth:`EmulatedCluster.up` leaves it running (``keep=True``) for the CLI.
@@ -217,21 +218,40 @@ class EmulatedCluster:
         return port_bytes(self)
 
     def loopback_shaped(self, host_name: str) -> bool:
-        """The host's ``lo`` has one class per rank (its ranks wait at the loopback gate)."""
+        """The host's ``lo`` has one class per rank (a server of several GPU ranks)."""
         return bool(self._host(host_name)[1].intra_bps)
 
-    def classify_loopback(self, host_name: str, pids: dict[int, int]) -> int:
-        """Send each rank's loopback packets (by TCP source port) to its class on the host's
-        shaped ``lo``; ``pids``: local rank → process id. Returns the sockets classified."""
-        from ddlperf.measure.loopback import rank_ports
+    @property
+    def has_servers(self) -> bool:
+        """Some host runs several GPU ranks: ranks wait at the gate for their classes."""
+        return any(h.intra_bps for h in self.hosts)
 
-        _, host = self._host(host_name)
-        if not host.intra_bps:
-            return 0
-        ports = rank_ports(pids, {self.ip(host_name)})
-        shaping.classify_ports(self.namespace(host_name),
-                               {port: shaping.rank_class(rank) for port, rank in ports.items()})
-        return len(ports)
+    def classify_ranks(self, ranks: list[Any]) -> dict[str, int]:
+        """Classes for connected ranks (:func:`ddlperf.measure.rank_classes.classify`)."""
+        from ddlperf.measure.rank_classes import classify
+
+        return classify(self, ranks)
+
+    def path(self, src: str, dst: str) -> list[tuple[str, str, float, int]]:
+        """The shaped devices a packet from host ``src`` to host ``dst`` crosses, in order:
+        (namespace, device, line rate bit/s, leaf limit bytes)."""
+        _, s = self._host(src)
+        _, d = self._host(dst)
+
+        def port_limit(rate: float) -> int:
+            return shaping.buffer_bytes(rate, self.buffer_s, shaping.SWITCH_PORT_BUFFER_BYTES)
+
+        out = [(self.namespace(src), HOST_DEV, s.uplink_bps,
+                shaping.buffer_bytes(s.uplink_bps, self.buffer_s))]
+        if s.rack != d.rack and s.rack is not None:
+            rate = self.racks[s.rack].uplink_bps
+            out.append((self.rack_namespace(s.rack), RACK_UPLINK, rate, port_limit(rate)))
+        if s.rack != d.rack and d.rack is not None:
+            rate = self.racks[d.rack].downlink_bps
+            out.append((self.switch_namespace, f"rack{d.rack}", rate, port_limit(rate)))
+        out.append((self.switch_of(dst), self.port(dst), d.downlink_bps,
+                    port_limit(d.downlink_bps)))
+        return out
 
     # ------------------------------------------------------------ life cycle
 

@@ -219,21 +219,21 @@ def run_emulated(
     port = int(getattr(cluster, "master_port", MASTER_PORT))
     ranks: list[_Rank] = []
     began = time.monotonic()
-    shaped = getattr(cluster, "loopback_shaped", lambda _host: False)
+    gated = bool(getattr(cluster, "has_servers", False))
     gate = LoopbackGate(cluster, out / "gate", spec)
     try:
         for entry in table:
             log = logs / f"{file_name(entry['name'])}.log"
             argv = [sys.executable, "-m", module, "--spec", str(spec_path)]
             env = _env(entry, len(table), master, port, interface)
-            if shaped(entry["host"]):
+            if gated:
                 env[GATE_ENV] = str(gate.directory)
             with open(log, "wb") as handle:
                 proc = cluster.popen(entry["host"], argv, stdin=subprocess.DEVNULL,
                                      stdout=handle, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
             ranks.append(_Rank(entry, proc, log, time.monotonic()))
-            if shaped(entry["host"]):
+            if gated:
                 gate.expect(entry)
         _watch(ranks, spec, timeout, progress, gate.poll)
     finally:
@@ -242,9 +242,10 @@ def run_emulated(
 
 
 class LoopbackGate:
-    """Holds the ranks of servers with a shaped loopback until all of them have connected,
-    then sends each rank's loopback sockets to its class (by TCP source port) and lets them
-    go (see :func:`ddlperf.measure.trainer_common.loopback_gate`)."""
+    """On a cluster of servers, holds every rank until all have connected, then has the
+    cluster classify their sockets (:func:`ddlperf.measure.rank_classes.classify`: each
+    rank's class on its server's loopback, a fair class per rank pair on the links between
+    hosts) and lets them go (:func:`ddlperf.measure.trainer_common.loopback_gate`)."""
 
     def __init__(self, cluster: Any, directory: Path, spec: dict[str, Any]) -> None:
         self.cluster, self.directory = cluster, directory
@@ -260,21 +261,22 @@ class LoopbackGate:
     def poll(self) -> None:
         if self.open or not self.waiting:
             return
-        pids: dict[str, dict[int, int]] = {}
+        from ddlperf.measure.rank_classes import Rank
+
+        ranks = []
         for entry in self.waiting:
             try:
                 pid = int((self.directory / f"{file_name(entry['name'])}.pid").read_text())
             except (OSError, ValueError):
                 return  # not every rank has connected yet
-            pids.setdefault(entry["host"], {})[int(entry["local_rank"])] = pid
-        for host, by_rank in pids.items():
-            self.classified[host] = self.cluster.classify_loopback(host, by_rank)
+            ranks.append(Rank(entry["name"], entry["host"], int(entry["local_rank"]), pid))
+        self.classified = self.cluster.classify_ranks(ranks)
         (self.directory / GO_FILE).write_text("go\n")
         self.open = True
         if self.records:
             append_record(self.records, {"type": "gate", "name": "launcher",
                                          "time": time.time(),
-                                         "loopback_sockets": dict(self.classified)})
+                                         "classified": dict(self.classified)})
 
 
 def stop_ranks(ranks: list[_Rank], grace_s: float = 2.0) -> None:

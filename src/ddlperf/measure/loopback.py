@@ -47,23 +47,28 @@ def _address(text: str) -> tuple[str, int]:
     return str(ipaddress.IPv4Address(packed)), int(port, 16)
 
 
-def local_ports(pid: int, peers: set[str]) -> set[int]:
-    """Local TCP ports of ``pid``'s established connections to an address in ``peers`` (the
-    host's own addresses: those connections run over ``lo``)."""
+def connections(pid: int) -> list[tuple[str, int, str, int]]:
+    """``pid``'s established TCP connections: (local IP, port, remote IP, port)."""
     mine = socket_inodes(pid)
-    ports = set()
+    out = []
     try:
         lines = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
     except OSError:
-        return ports
+        return out
     for line in lines:
         fields = line.split()
         if len(fields) < 10 or fields[3] != _ESTABLISHED or int(fields[9]) not in mine:
             continue
         local, remote = _address(fields[1]), _address(fields[2])
-        if remote[0] in peers or remote[0].startswith("127."):
-            ports.add(local[1])
-    return ports
+        out.append((*local, *remote))
+    return out
+
+
+def local_ports(pid: int, peers: set[str]) -> set[int]:
+    """Local TCP ports of ``pid``'s established connections to an address in ``peers`` (the
+    host's own addresses: those connections run over ``lo``)."""
+    return {lport for (_lip, lport, rip, _rport) in connections(pid)
+            if rip in peers or rip.startswith("127.")}
 
 
 def rank_ports(pids: dict[int, int], peers: set[str]) -> dict[int, int]:
