@@ -10,6 +10,10 @@
   gradient all-reduce: 2(N−1)/N × S bytes per worker per iteration each way.
 - Emulated compute: the optimizer step is emulated device time too (parameter bytes × the
   workload's update seconds per byte); real compute runs SGD with momentum.
+- Servers: ranks are ordered server by server, so gloo's ring (rank r sends to r + 1) is the
+  flat ring the predictors model; ``allreduce: hierarchical`` replaces DDP's all-reduce by
+  :class:`~ddlperf.measure.hierarchical.HierarchicalHook` (its phase times go into the
+  records as ``allreduce_intra_s`` / ``allreduce_inter_s``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ddlperf.measure.compute import ddp_module
+from ddlperf.measure.hierarchical import HierarchicalHook
+from ddlperf.measure.traffic import rank_payload
 from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,
     REAL_LABEL,
@@ -49,12 +55,17 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
     size = sum(p.numel() * p.element_size() for p in params)
     emulated = spec["compute"] != "real"
     bucket = float(spec["bucket_bytes"]) if spec["overlap"] else float(size + 1)
-    init_group(spec, n)
+    rings = init_group(spec, n)
     # broadcast_buffers=False is deprecated in favour of forward_sync_buffers, which would
     # still broadcast buffers at start-up; keep the old flag (no start-up traffic) quietly.
     warnings.filterwarnings("ignore", message=".*broadcast_buffers.*", category=FutureWarning)
     ddp = DistributedDataParallel(model, bucket_cap_mb=bucket / 2**20, init_sync=False,
                                   broadcast_buffers=False, gradient_as_bucket_view=True)
+    hook = None
+    if rings and worker.get("gpus", 1) > 1:
+        hook = HierarchicalHook(spec, me, rings)
+        # a lambda: DDP rejects a hook whose annotations are not its own (strings here)
+        ddp.register_comm_hook(None, lambda _state, bucket: hook.enqueue(bucket))
     update_s = size * float(worker.get("update_s_per_byte", 0.0))
     optimizer = None if emulated else torch.optim.SGD(
         model.parameters(), lr=float(spec.get("lr", 0.01)), momentum=float(spec.get("momentum",
@@ -69,7 +80,7 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
 
     for p in params:
         p.register_post_accumulate_grad_hook(on_ready)
-    payload = round(2 * (n - 1) / n * size)
+    payload = rank_payload(spec, me["name"])
     net = NetCounter(os.environ.get("GLOO_SOCKET_IFNAME"))
     fault = fault_for(me["name"])
     status.set("barrier")
@@ -96,16 +107,20 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
         wire = {} if wire0 is None or wire1 is None else {
             "wire_sent_bytes": wire1[0] - wire0[0], "wire_received_bytes": wire1[1] - wire0[1]}
         compute_s = (grads_ready - start) + (end - backward_end)
+        phases = {} if hook is None else {
+            f"allreduce_{k}": v for k, v in hook.take_times().items()}
         rec.write({
             "type": "iteration", "iteration": t, "start": start_wall,
             "end": start_wall + (end - start), "duration_s": end - start,
             "compute_s": compute_s, "forward_s": forward_end - start,
             "backward_s": grads_ready - forward_end, "update_s": end - backward_end,
             "allreduce_exposed_s": backward_end - grads_ready,
-            "payload_sent_bytes": payload, "payload_received_bytes": payload,
-            "remote_payload_bytes": payload,
-            "compute": EMULATED_LABEL if emulated else REAL_LABEL, **wire,
+            "payload_sent_bytes": payload["sent"], "payload_received_bytes": payload["sent"],
+            "remote_payload_bytes": payload["remote"],
+            "compute": EMULATED_LABEL if emulated else REAL_LABEL, **wire, **phases,
         })
+    if hook is not None:
+        hook.close()
     status.set("barrier")
     dist.barrier()
     dist.destroy_process_group()

@@ -172,3 +172,16 @@ def link_loads(spec: dict[str, Any], flows: list[Flow]) -> dict[str, dict[str, f
 def host_links(spec: dict[str, Any]) -> dict[str, str]:
     """Host → the name its NIC links go by (``node0 nic0``, ``w3``, ``ps0``)."""
     return {p.host: p.link for p in places(spec).values()}
+
+
+def rank_payload(spec: dict[str, Any], name: str) -> dict[str, float]:
+    """What rank ``name`` sends per iteration: ``sent`` in all, ``remote`` to other hosts
+    (through the host's NIC: what its NIC counters must show at least)."""
+    where = places(spec)
+    sent = remote = 0.0
+    for flow in expected_flows(spec):
+        if flow.src == name:
+            sent += flow.bytes
+            if where[flow.dst].host != where[name].host:
+                remote += flow.bytes
+    return {"sent": sent, "remote": remote}
