@@ -43,13 +43,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ddlperf.measure.compute import make_flat, worker_compute
+from ddlperf.measure.compute import WorkerCompute, make_flat, worker_compute
+from ddlperf.measure.traffic import rank_payload
 from ddlperf.measure.trainer_common import (
     GRAD_TAG,
     NetCounter,
     Recorder,
     Status,
-    element_size,
     fault_for,
     init_group,
     maybe_fault,
@@ -63,27 +63,62 @@ from ddlperf.measure.trainer_common import (
 # ----------------------------------------------------------------------------- worker
 
 
+class DirectExchange:
+    """How a worker without local aggregation talks to the shards: each gradient part goes
+    straight to its shard, each parameter part comes straight from it. The worker loop
+    (:func:`run_worker`) calls ``begin_iteration``, ``push(j)`` as gradients become ready,
+    ``finish_pushes`` after backward, ``post_pulls`` once the forward pass ended (and for
+    version 0), and ``close`` at the end; :class:`~ddlperf.measure.ps_aggregation.
+    AggregatingExchange` does the same with a server's reduce-scatter and all-gather."""
+
+    def __init__(self, spec: dict[str, Any], me: dict[str, Any], compute: WorkerCompute
+                 ) -> None:
+        table = rank_table(spec)
+        self.compute = compute
+        self.parts = spec["parts"]
+        self.shards = {k: shard_rank(table, k) for k in range(spec["shards"])}
+        self.forward_order = spec["forward_order"]
+        self.sends: list[Any] = []
+        payload = rank_payload(spec, me["name"])
+        self.payload, self.remote = payload["sent"], payload["remote"]
+
+    def begin_iteration(self) -> None:
+        self.sends = []
+
+    def push(self, j: int) -> None:
+        grad = self.compute.grad(j)
+        for (k, s, n) in self.parts[j]:
+            self.sends.append(dist.isend(grad[s:s + n], dst=self.shards[k], tag=GRAD_TAG + j))
+
+    def finish_pushes(self) -> None:
+        for work in self.sends:
+            work.wait()
+
+    def post_pulls(self) -> dict[int, list[Any]]:
+        return {j: [dist.irecv(self.compute.tensors[j][s:s + n], src=self.shards[k], tag=j)
+                    for (k, s, n) in self.parts[j]] for j in self.forward_order}
+
+    def close(self) -> None:
+        """Nothing runs in the background."""
+
+
 def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Status) -> None:
     table = rank_table(spec)
     worker = spec["workers"][me["index"]]
     compute = worker_compute(spec, worker)
-    parts = spec["parts"]
-    shards = {k: shard_rank(table, k) for k in range(spec["shards"])}
+    if spec.get("local_aggregation"):
+        from ddlperf.measure.ps_aggregation import AggregatingExchange
+
+        exchange: DirectExchange = AggregatingExchange(spec, me, compute)
+    else:
+        exchange = DirectExchange(spec, me, compute)
     forward_order = spec["forward_order"]
     overlap = bool(spec["overlap"])
-    size = element_size(spec["dtype"])
-    payload = size * sum(n for tensor_parts in parts for (_k, _s, n) in tensor_parts)
-    remote = sum(size * n for tensor_parts in parts for (k, _s, n) in tensor_parts
-                 if table[shards[k]]["host"] != me["host"])
     net = NetCounter(os.environ.get("GLOO_SOCKET_IFNAME"))
     fault = fault_for(me["name"])
     first_layer = spec["tensors"][forward_order[0]]["layer"]
     first = ([j for j in forward_order if spec["tensors"][j]["layer"] == first_layer]
              if overlap else list(forward_order))
-
-    def post_pulls() -> dict[int, list[Any]]:
-        return {j: [dist.irecv(compute.tensors[j][s:s + n], src=shards[k], tag=j)
-                    for (k, s, n) in parts[j]] for j in forward_order}
 
     def wait_works(pending: dict[int, list[Any]], indices: Any, t: int) -> float:
         works, got = [], []
@@ -107,7 +142,7 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
     init_group(spec, len(table))
     status.set("barrier")
     dist.barrier()
-    pending = post_pulls()  # version 0
+    pending = exchange.post_pulls()  # version 0
     status.set("pull", 0)
     wait_works(pending, first, 0)
     start, start_wall = time.perf_counter(), time.time()
@@ -125,29 +160,23 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
         def after_forward(pending: dict[int, list[Any]] = pending,
                           following: dict[int, list[Any]] = following, t: int = t) -> None:
             wait_works(pending, forward_order, t)  # anything no layer asked for (normally none)
-            following.update(post_pulls())  # version t + 1 may now arrive during backward
+            following.update(exchange.post_pulls())  # version t + 1 may arrive during backward
 
-        sends: list[Any] = []
         deferred: list[int] = []
-
-        def send(j: int, sends: list[Any] = sends) -> None:
-            grad = compute.grad(j)
-            for (k, s, n) in parts[j]:
-                sends.append(dist.isend(grad[s:s + n], dst=shards[k], tag=GRAD_TAG + j))
-
+        exchange.begin_iteration()
         if not overlap:
             wait_pull(forward_order)
         status.set("compute", t)
         step_began = time.perf_counter()
-        timings = compute.step(wait_pull, send if overlap else deferred.append, after_forward)
+        timings = compute.step(wait_pull, exchange.push if overlap else deferred.append,
+                               after_forward)
         step_s = time.perf_counter() - step_began
         in_step_wait = waited[0]
         for j in deferred:
-            send(j)
+            exchange.push(j)
         status.set("push", t)
         push_began = time.perf_counter()
-        for w in sends:
-            w.wait()
+        exchange.finish_pushes()
         push_s = time.perf_counter() - push_began
         compute.after_step()
         pending = following
@@ -161,11 +190,12 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
             "end": start_wall + (now - start), "duration_s": now - start,
             "compute_s": max(step_s - in_step_wait, 0.0), **timings,
             "pull_wait_s": pull_s + in_step_wait, "push_wait_s": push_s,
-            "payload_sent_bytes": payload, "payload_received_bytes": payload,
-            "remote_payload_bytes": remote, "compute": compute.label, **wire,
+            "payload_sent_bytes": exchange.payload, "payload_received_bytes": exchange.payload,
+            "remote_payload_bytes": exchange.remote, "compute": compute.label, **wire,
         })
         start, start_wall, wire0 = now, start_wall + (now - start), wire1
     wait_works(pending, forward_order, total)  # the final parameters
+    exchange.close()
     status.set("barrier")
     dist.barrier()
     dist.destroy_process_group()
@@ -176,7 +206,13 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
 
 class _Shard:
     """One PS shard: its tensor parts, momentum, BSP accumulators and, per worker and tensor,
-    how many of that worker's gradients were applied (``applied[w][j]``)."""
+    how many of that worker's gradients were applied (``applied[w][j]``).
+
+    The units it updates are its tensor parts (``held``: key, start, numel); every worker
+    contributes to every unit (``contributors``) and exchanges all of them (``units_of``).
+    With local aggregation (:class:`~ddlperf.measure.ps_aggregation.AggregatedShard`) a unit
+    is one GPU slice of a part, exchanged with that GPU of every server only.
+    """
 
     def __init__(self, spec: dict[str, Any], index: int) -> None:
         self.lr = float(spec.get("lr", 0.01))
@@ -198,10 +234,21 @@ class _Shard:
         self.accum = {j: torch.zeros_like(p) for j, p in self.params.items()}
         self.count = dict.fromkeys(self.params, 0)
         self.locks = {j: threading.Lock() for j in self.params}
+        self.tensor_of = {j: j for j in self.params}  # unit → its tensor (message tags)
+        everyone = list(range(self.workers))
+        self.contributors = dict.fromkeys(self.params, everyone)
+        self.units_of = [self.held] * self.workers
+        self.units_forward_of = [self.held_forward] * self.workers
+        self.divisor = self.workers
+        self._finish()
+
+    def _finish(self) -> None:
+        """State that follows from the units (also for subclasses that define their own)."""
         self.applied = [dict.fromkeys(self.params, 0) for _ in range(self.workers)]
         self.cond = threading.Condition()
         self.errors: list[BaseException] = []
-        self.bytes = sum(p.numel() * p.element_size() for p in self.params.values())
+        self.bytes_of = [sum(self.params[u].numel() * self.params[u].element_size()
+                             for (u, _s, _n) in units) for units in self.units_of]
 
     def own(self, w: int, j: int, version: int) -> bool:
         return self.applied[w][j] >= version or bool(self.errors)
@@ -212,7 +259,8 @@ class _Shard:
             return True
         if self.applied[w][j] < version:
             return False
-        return self.bound is None or min(a[j] for a in self.applied) >= version - self.bound
+        return self.bound is None or min(
+            self.applied[c][j] for c in self.contributors[j]) >= version - self.bound
 
     def apply(self, w: int, j: int, grad: torch.Tensor) -> None:
         with self.locks[j]:
@@ -223,10 +271,10 @@ class _Shard:
                 else:
                     self.accum[j].add_(grad)
                 self.count[j] += 1
-                update = self.count[j] == self.workers
+                update = self.count[j] == len(self.contributors[j])
                 if update:
                     self.count[j] = 0
-                    grad = self.accum[j].div_(self.workers)
+                    grad = self.accum[j].div_(self.divisor)
             if update:
                 self.moment[j].mul_(self.momentum).add_(grad)
                 self.params[j].add_(self.moment[j], alpha=-self.lr)
@@ -253,7 +301,12 @@ def _initial_values(spec: dict[str, Any]) -> list[torch.Tensor]:
 
 def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Status) -> None:
     table = rank_table(spec)
-    shard = _Shard(spec, me["index"])
+    if spec.get("local_aggregation"):
+        from ddlperf.measure.ps_aggregation import AggregatedShard
+
+        shard: _Shard = AggregatedShard(spec, me["index"])
+    else:
+        shard = _Shard(spec, me["index"])
     total = total_iterations(spec)
     fault = fault_for(me["name"])
     received: list[dict[int, dict[str, float]]] = [{} for _ in range(shard.workers)]
@@ -265,8 +318,8 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
         peer = worker_rank(table, w)
         buffers = {j: torch.empty_like(p) for j, p in shard.params.items()}
         for t in range(total):
-            recvs = [(j, dist.irecv(buffers[j], src=peer, tag=GRAD_TAG + j))
-                     for (j, _s, _n) in shard.held]
+            recvs = [(j, dist.irecv(buffers[j], src=peer, tag=GRAD_TAG + shard.tensor_of[j]))
+                     for (j, _s, _n) in shard.units_of[w]]
             began = time.perf_counter()
             update_s = 0.0
             for j, work in recvs:
@@ -282,8 +335,8 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
     def sender(w: int) -> None:
         peer = worker_rank(table, w)
         local = table[peer]["host"] == me["host"]
-        works = [dist.isend(shard.params[j], dst=peer, tag=j)
-                 for (j, _s, _n) in shard.held_forward]  # version 0
+        works = [dist.isend(shard.params[j], dst=peer, tag=shard.tensor_of[j])
+                 for (j, _s, _n) in shard.units_forward_of[w]]  # version 0
         for work in works:
             work.wait()
         for version in range(1, total + 1):
@@ -295,14 +348,14 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
             with shard.cond:
                 if not shard.overlap:  # a whole version at once, when every tensor is ready
                     shard.cond.wait_for(lambda v=version: all(
-                        shard.own(w, j, v) for (j, _s, _n) in shard.held))
+                        shard.own(w, j, v) for (j, _s, _n) in shard.units_of[w]))
                     g = time.perf_counter()
-                    if not all(shard.ready(w, j, version) for (j, _s, _n) in shard.held):
+                    if not all(shard.ready(w, j, version) for (j, _s, _n) in shard.units_of[w]):
                         status.set("gate", version - 1)
                     shard.cond.wait_for(lambda v=version: all(
-                        shard.ready(w, j, v) for (j, _s, _n) in shard.held))
+                        shard.ready(w, j, v) for (j, _s, _n) in shard.units_of[w]))
                     gate += time.perf_counter() - g
-            for (j, _s, _n) in shard.held:
+            for (j, _s, _n) in shard.units_of[w]:
                 with shard.cond:
                     shard.cond.wait_for(lambda j=j, v=version: shard.own(w, j, v))
                     if not shard.ready(w, j, version):
@@ -312,17 +365,17 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
                         gate += time.perf_counter() - g
                 if shard.errors:
                     return
-                works.append(dist.isend(shard.params[j], dst=peer, tag=j))
+                works.append(dist.isend(shard.params[j], dst=peer, tag=shard.tensor_of[j]))
             sent = time.perf_counter()
             for work in works:
                 work.wait()
             end = time.perf_counter()
             stats = received[w].pop(version - 1, {})
             rec.write({
-                "type": "serve", "worker": f"w{w}", "iteration": version - 1,
+                "type": "serve", "worker": spec["workers"][w]["name"], "iteration": version - 1,
                 "start": began_wall, "end": began_wall + (end - began), "gate_wait_s": gate,
-                "send_s": end - sent, **stats, "payload_sent_bytes": shard.bytes,
-                "payload_received_bytes": shard.bytes, "local": local,
+                "send_s": end - sent, **stats, "payload_sent_bytes": shard.bytes_of[w],
+                "payload_received_bytes": shard.bytes_of[w], "local": local,
             })
 
     def guarded(body: Callable[[int], None], w: int) -> None:
