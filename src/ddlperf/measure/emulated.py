@@ -46,7 +46,7 @@ from ddlperf.errors import InputError
 from ddlperf.measure import cgroups, netns, shaping
 from ddlperf.measure.counters import RACK_UPLINK
 from ddlperf.measure.hosts import MAX_HOSTS as MAX_HOSTS  # re-exported: the CLI's limit
-from ddlperf.measure.hosts import HostSpec, RackSpec, validate_hosts
+from ddlperf.measure.hosts import HostSpec, RackSpec, reach, validate_hosts
 from ddlperf.measure.netns import CommandError
 
 NS_PREFIX = "ddlp-"
@@ -231,6 +231,11 @@ class EmulatedCluster:
         from ddlperf.measure.rank_classes import classify
 
         return classify(self, ranks)
+
+    def reach(self, host_name: str, peers: list[str], direction: str) -> float:
+        """What flows between the host and ``peers`` can reach (:func:`hosts.reach`)."""
+        self._host(host_name)
+        return reach(self.hosts, self.racks, host_name, peers, direction)
 
     def path(self, src: str, dst: str) -> list[tuple[str, str, float, int]]:
         """The shaped devices a packet from host ``src`` to host ``dst`` crosses, in order:

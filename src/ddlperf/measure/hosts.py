@@ -89,3 +89,31 @@ def validate_hosts(hosts: Sequence[HostSpec]) -> list[HostSpec]:
             raise InputError("hosts", f"host name {host.name!r} appears twice", "rename one")
         seen.add(host.name)
     return hosts
+
+
+def reach(hosts: Sequence[HostSpec], racks: Sequence[RackSpec], host_name: str,
+          peers: Sequence[str], direction: str) -> float:
+    """The line rate that flows between host ``host_name`` and ``peers`` (all at once) can
+    reach together beyond the host's own link: the peers' links, capped per rack by the rack
+    links they cross — what a probe of the host's ``direction`` link can fill."""
+    by_name = {h.name: h for h in hosts}
+    host = by_name[host_name]
+    out = direction == "uplink"  # the host sends; else it receives
+    inside, core = 0.0, 0.0
+    per_rack: dict[int, float] = {}
+    for name in peers:
+        peer = by_name[name]
+        rate = peer.downlink_bps if out else peer.uplink_bps
+        if peer.rack == host.rack:
+            inside += rate
+        elif peer.rack is None:
+            core += rate
+        else:
+            per_rack[peer.rack] = per_rack.get(peer.rack, 0.0) + rate
+    leaving = core + sum(
+        min(total, racks[r].downlink_bps if out else racks[r].uplink_bps)
+        for r, total in per_rack.items())
+    if host.rack is not None:
+        spec = racks[host.rack]
+        leaving = min(leaving, spec.uplink_bps if out else spec.downlink_bps)
+    return inside + leaving

@@ -197,7 +197,7 @@ def probe_all(cluster: EmulatedCluster, seconds: float = 1.0) -> dict[str, dict[
             flows = [(host.name, peer.name) if direction == "uplink" else (peer.name, host.name)
                      for peer in peers]
             results = probe_flows(cluster, flows, seconds)
-            reach = sum(peer_rate(peer) for peer in peers)
+            reach = cluster.reach(host.name, [peer.name for peer in peers], direction)
             entry.update({
                 f"{direction}_bps": sum(flow.goodput_bps for flow in results),
                 f"{direction}_peers": [peer.name for peer in peers],

@@ -105,7 +105,7 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
 def setup_text(setup: dict[str, Any]) -> str:
     """``PS×2 BSP rr · 4w · 200Mbps · 8MB · emulated``."""
     if setup.get("arch") == "allreduce":
-        arch = "ring"
+        arch = "hierarchical" if setup.get("allreduce") == "hierarchical" else "ring"
     else:
         sync = str(setup.get("sync", "?")).upper()
         if setup.get("sync") == "ssp":
@@ -116,7 +116,16 @@ def setup_text(setup: dict[str, Any]) -> str:
                                                   else "")
     if setup.get("placement") == "colocated":
         arch += " colocated"
+    if setup.get("local_aggregation"):
+        arch += " local agg"
     parts = [arch, f"{setup.get('workers')}w"]
+    if setup.get("gpus_per_node"):  # servers: 2×2 GPUs, their fabric
+        parts[1] = f"{setup.get('servers')}×{setup['gpus_per_node']} GPUs"
+        if setup.get("intra_bps"):
+            parts.append(f"intra {format_bandwidth(float(setup['intra_bps']))}")
+    if setup.get("rack_servers"):
+        parts.append(f"racks of {setup['rack_servers']}, uplink "
+                     f"{format_bandwidth(float(setup['rack_uplink_bps']))}")
     if setup.get("bandwidth_bps"):
         parts.append(format_bandwidth(float(setup["bandwidth_bps"])))
     if setup.get("ps_bandwidth_bps"):

@@ -53,17 +53,45 @@ def probed_cluster(cluster: Cluster, probe: dict[str, dict[str, Any]]) -> Cluste
     def rate(host: str, direction: str, configured: float) -> float:
         return own_rate_bps(probe.get(host), direction) or configured * cluster.goodput
 
-    overrides = {
-        i: {"uplink": rate(f"w{i}", "uplink", cluster.worker_up(g)),
-            "downlink": rate(f"w{i}", "downlink", cluster.worker_down(g))}
-        for i, g in enumerate(_worker_groups(cluster))}
     data_ps = cluster.to_dict().get("ps", {})
     shards = sorted(k for k in probe if k.startswith("ps"))
     if shards:
         data_ps = {k: v for k, v in data_ps.items() if k != "bandwidth"}
         data_ps["uplink"] = min(rate(k, "uplink", cluster.ps_up()) for k in shards)
         data_ps["downlink"] = min(rate(k, "downlink", cluster.ps_down()) for k in shards)
+    if cluster.nodes:
+        return _probed_servers(cluster, rate, data_ps)
+    overrides = {
+        i: {"uplink": rate(f"w{i}", "uplink", cluster.worker_up(g)),
+            "downlink": rate(f"w{i}", "downlink", cluster.worker_down(g))}
+        for i, g in enumerate(_worker_groups(cluster))}
     return with_worker_overrides(cluster, overrides, goodput=1.0, ps=data_ps)
+
+
+def _probed_servers(cluster: Cluster, rate: Any, data_ps: dict[str, Any]) -> Cluster:
+    """A ``nodes:`` cluster with each server's NICs at their probed rate (the emulated eth0
+    carries all ``nics``; each NIC gets its share) and rack links at configured × goodput
+    (not probed); fabric rates are data rates and stay as they are."""
+    data = cluster.to_dict()
+    groups: list[dict[str, Any]] = []
+    server = 0
+    for group, source in zip(data["nodes"], cluster.nodes, strict=True):
+        for _ in range(int(group.get("count", 1))):
+            nics = source.nics
+            single = {k: v for k, v in group.items() if k != "bandwidth"}
+            single["count"] = 1
+            for direction, configured in (("uplink", cluster.worker_up(source)),
+                                          ("downlink", cluster.worker_down(source))):
+                single[direction] = rate(f"node{server}", direction, nics * configured) / nics
+            groups.append(single)
+            server += 1
+    data["nodes"] = groups
+    if cluster.racks is not None:
+        data["racks"] = {"servers": cluster.racks.servers,
+                         "uplink": cluster.racks.uplink * cluster.goodput,
+                         "downlink": cluster.racks.down * cluster.goodput}
+    data.update(goodput=1.0, ps=data_ps)
+    return Cluster.from_dict(data)
 
 
 def _worker_groups(cluster: Cluster) -> list[Any]:

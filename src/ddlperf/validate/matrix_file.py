@@ -107,6 +107,13 @@ class Params(BaseModel):
     bandwidth: str | float | None = None
     latency: str | float | None = None
     cluster: dict[str, Any] | None = None
+    gpus_per_node: int | None = Field(default=None, ge=1, description="GPUs per server")
+    intra: str | float | None = Field(default=None, description="intra-node fabric per GPU")
+    nics: int | None = Field(default=None, ge=1)
+    rack_size: int | None = Field(default=None, ge=1, description="servers per rack")
+    rack_uplink: str | float | None = None
+    allreduce: Literal["ring", "hierarchical"] | None = None
+    local_aggregation: bool | None = None
     compute: Literal["emulated", "real"] | None = None
     cpu_quota: dict[str, float] | None = None
     iterations: int | None = Field(default=None, ge=1, le=100_000)

@@ -22,7 +22,6 @@ from ddlperf.api import make_cluster, make_strategy, make_workload
 from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
 from ddlperf.strategy import Strategy
-from ddlperf.units import format_bandwidth
 from ddlperf.validate.matrix_file import SOURCE_KEYS, MatrixFile, ScenarioEntry, load_matrix
 from ddlperf.workload import Workload, load_workload
 
@@ -32,6 +31,7 @@ BUILTIN: dict[str, Any] = {
     "overlap": True, "profile_repetitions": 8,
 }
 DEFAULT_BANDWIDTH = "100Mbps"
+SERVER_KEYS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink")
 DEFAULT_LATENCY = "50us"
 
 
@@ -63,7 +63,8 @@ class Plan:
     def describe(self) -> dict[str, Any]:
         """Setup columns for tables (JSON-ready)."""
         c, s = self.cluster, self.strategy
-        speeds = sorted({g.speed for g in c.workers})
+        speeds = sorted({g.speed for g in (*c.workers, *c.nodes)})
+        groups = c.servers()
         return {
             "arch": s.arch, "sync": s.effective_sync if s.sync != "ssp" else "ssp",
             "staleness": s.staleness, "sharding": s.sharding if s.arch == "ps" else None,
@@ -76,6 +77,13 @@ class Plan:
             "parameter_bytes": float(self.workload.parameter_bytes),
             "batch_size": self.workload.batch_size, "speeds": speeds,
             "cpu_quota": dict(self.cpu_quota) or None,
+            "gpus_per_node": max(g.gpus for g in groups) if c.nodes else None,
+            "servers": c.server_count if c.nodes else None,
+            "intra_bps": next((g.intra for g in groups if g.intra), None),
+            "allreduce": s.allreduce if s.arch == "allreduce" and c.multi_gpu else None,
+            "local_aggregation": s.local_aggregation or None,
+            "rack_servers": c.racks.servers if c.racks else None,
+            "rack_uplink_bps": c.racks.uplink if c.racks else None,
         }
 
 
@@ -109,27 +117,12 @@ def merged_params(matrix: MatrixFile, entry: ScenarioEntry) -> dict[str, Any]:
     return {**BUILTIN, **base, **own}
 
 
-def _rate_limit() -> float:
-    from ddlperf.measure.run import max_link_bps
+def _check_rates(scenario: Any) -> None:
+    """Every emulated link (NICs, rack links, each GPU's loopback) must be one this machine
+    can drive, and the layout one the emulated cluster builds (measure checks it again)."""
+    from ddlperf.measure.servers import check_emulatable
 
-    return max_link_bps()
-
-
-def _check_rates(cluster: Cluster) -> None:
-    """Every emulated link must be one this machine can drive (measure checks it again)."""
-    limit = _rate_limit()
-    rates = []
-    for group in cluster.workers:
-        rates += [(f"workers ({group.name}) uplink", cluster.worker_up(group)),
-                  (f"workers ({group.name}) downlink", cluster.worker_down(group))]
-    if cluster.ps.count:
-        rates += [("ps uplink", cluster.ps_up()), ("ps downlink", cluster.ps_down())]
-    for what, rate in rates:
-        if rate > limit:
-            raise InputError(
-                "bandwidth", f"{format_bandwidth(rate)} ({what}) is more than this machine can "
-                f"drive (about {format_bandwidth(limit)} per emulated link on "
-                f"{os.cpu_count()} cores)", f"use at most {format_bandwidth(limit)}")
+    check_emulatable(scenario)
 
 
 def _check_quota(quota: dict[str, float], compute: str, workers: int) -> None:
@@ -191,7 +184,9 @@ def plan_scenario(params: dict[str, Any], *, name: str, index: int,
             workload = load_workload(path if path.is_absolute() else base_dir / path,
                                      field="workload")
     strategy = make_strategy(params["arch"], params["sync"], params.get("staleness"),
-                             params["sharding"], params["overlap"], params.get("bucket_size"))
+                             params["sharding"], params["overlap"], params.get("bucket_size"),
+                             params.get("allreduce") or "ring",
+                             bool(params.get("local_aggregation")))
     config = params.get("cluster")
     workers, ps = params.get("workers"), params.get("ps")
     if config is None and workers is None:
@@ -203,10 +198,12 @@ def plan_scenario(params: dict[str, Any], *, name: str, index: int,
         bandwidth = DEFAULT_BANDWIDTH
     if latency is None and (config is None or "latency" not in config):
         latency = DEFAULT_LATENCY
+    servers = {key: params[key] for key in SERVER_KEYS if params.get(key) is not None}
     cluster = make_cluster(dict(config) if config is not None else None, workers, ps,
-                           bandwidth, latency, None, params.get("placement"), strategy.arch)
-    resolve(workload, cluster, strategy)  # the three fit together
-    _check_rates(cluster)
+                           bandwidth, latency, None, params.get("placement"), strategy.arch,
+                           **servers)
+    scenario = resolve(workload, cluster, strategy)  # the three fit together
+    _check_rates(scenario)
     if compute == "real":
         cores = os.cpu_count() or 1
         if cluster.worker_count > cores:
