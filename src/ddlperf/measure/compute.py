@@ -32,8 +32,10 @@ from torch import nn
 
 from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,
+    REAL_GPU_LABEL,
     REAL_LABEL,
     Recorder,
+    compute_device,
     load_spec,
     single_thread,
     sleep_until,
@@ -136,19 +138,24 @@ class EmulatedCompute(WorkerCompute):
 
 
 class RealCompute(WorkerCompute):
-    """The zoo model on CPU; hooks wait for pulled parameters and push gradients."""
+    """The zoo model on the CPU (or the rank's GPU on a CUDA host: gradients go to the PS as
+    CPU copies); hooks wait for pulled parameters and push gradients."""
 
     label = REAL_LABEL
 
-    def __init__(self, spec: dict[str, Any], worker: dict[str, Any]) -> None:
-        self.model, self.inputs, self.target, self.loss_fn = build_real(spec, worker)
+    def __init__(self, spec: dict[str, Any], worker: dict[str, Any], device: str = "cpu"
+                 ) -> None:
+        self.device = device
+        if device != "cpu":
+            self.label = REAL_GPU_LABEL
+        self.model, self.inputs, self.target, self.loss_fn = build_real(spec, worker, device)
         named = dict(self.model.named_parameters())
         order = [t["name"] for t in spec["tensors"]]
         missing = [n for n in order if n not in named]
         if missing:
             raise RuntimeError(f"model {spec['model']} has no parameters named {missing[:3]}")
         self.params = [named[n] for n in order]
-        self.tensors = [p.detach().reshape(-1).clone() for p in self.params]  # pull buffers
+        self.tensors = [p.detach().reshape(-1).cpu().clone() for p in self.params]  # pulls
         self._wait: WaitPull = lambda _: None
         self._push: Push = lambda _: None
         index = {id(p): j for j, p in enumerate(self.params)}
@@ -163,7 +170,7 @@ class RealCompute(WorkerCompute):
     def grad(self, j: int) -> torch.Tensor:
         grad = self.params[j].grad
         assert grad is not None
-        return grad.view(-1)
+        return grad.view(-1) if self.device == "cpu" else grad.view(-1).cpu()
 
     def install(self, indices: Sequence[int]) -> None:
         with torch.no_grad():
@@ -187,20 +194,29 @@ class RealCompute(WorkerCompute):
             p.grad = None
 
 
-def build_real(spec: dict[str, Any], worker: dict[str, Any]) -> tuple[nn.Module, Any, Any, Any]:
-    """The zoo model (same seed on every rank, so replicas start identical), a batch, a loss."""
+def build_real(spec: dict[str, Any], worker: dict[str, Any], device: str = "cpu"
+               ) -> tuple[nn.Module, Any, Any, Any]:
+    """The zoo model (same seed on every rank, so replicas start identical), a batch, a loss,
+    on ``device``."""
     from ddlperf.workload import torch_models
 
     torch.manual_seed(int(spec.get("seed", 0)))
     model_spec = torch_models.spec(spec["model"])
     model = model_spec.build()
     inputs, target = torch_models.make_batch(model_spec, int(worker["batch_size"]))
+    if device != "cpu":
+        model = model.to(device)
+        inputs = [x.to(device) for x in inputs]
+        target = target.to(device)
     return model, inputs, target, torch_models.loss_function(model_spec)
 
 
 def worker_compute(spec: dict[str, Any], worker: dict[str, Any]) -> WorkerCompute:
-    return RealCompute(spec, worker) if spec["compute"] == "real" else EmulatedCompute(spec,
-                                                                                        worker)
+    """A PS worker's compute: the real model (on its GPU where there is one) or emulated
+    device time (a wait: on the CPU everywhere)."""
+    if spec["compute"] == "real":
+        return RealCompute(spec, worker, compute_device(spec))
+    return EmulatedCompute(spec, worker)
 
 
 # ----------------------------------------------------------------------------- DDP module
@@ -248,12 +264,13 @@ class EmulatedModule(nn.Module):
     autograd function that waits its forward/backward seconds (emulated device time) and
     returns ready-made gradients, so DDP's hooks fire in the workload's gradient order."""
 
-    def __init__(self, spec: dict[str, Any], worker: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], worker: dict[str, Any], device: str = "cpu"
+                 ) -> None:
         super().__init__()
         self.clock = _Clock()
         self.unattributed = float(worker["unattributed_s"])
-        values = make_flat(spec, seed=0)
-        grads = make_flat(spec, seed=1 + worker["index"])
+        values = [t.to(device) for t in make_flat(spec, seed=0)]
+        grads = [t.to(device) for t in make_flat(spec, seed=1 + worker["index"])]
         self.params = nn.ParameterList()
         self.layers: list[tuple[_LayerInfo, list[nn.Parameter]]] = []
         for layer, own in enumerate(layer_tensors(spec)):
@@ -276,14 +293,15 @@ class EmulatedModule(nn.Module):
         return x
 
 
-def ddp_module(spec: dict[str, Any], worker: dict[str, Any]) -> tuple[nn.Module, Callable[[
-        nn.Module], torch.Tensor]]:
-    """The model and a function that runs forward + loss on it (DDP wraps the model)."""
+def ddp_module(spec: dict[str, Any], worker: dict[str, Any], device: str = "cpu"
+               ) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    """The model on ``device`` and a function that runs forward + loss on it (DDP wraps the
+    model)."""
     if spec["compute"] == "real":
-        model, inputs, target, loss_fn = build_real(spec, worker)
+        model, inputs, target, loss_fn = build_real(spec, worker, device)
         return model, lambda m: loss_fn(m(*inputs), target)
-    model = EmulatedModule(spec, worker)
-    x0 = torch.zeros((), requires_grad=True)
+    model = EmulatedModule(spec, worker, device)
+    x0 = torch.zeros((), requires_grad=True, device=device)
     return model, lambda m: m(x0).sum()
 
 

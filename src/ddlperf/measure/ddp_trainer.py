@@ -33,15 +33,18 @@ from ddlperf.measure.hierarchical import HierarchicalHook
 from ddlperf.measure.traffic import rank_payload
 from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,
+    REAL_GPU_LABEL,
     REAL_LABEL,
     NetCounter,
     Recorder,
     Status,
+    compute_device,
     fault_for,
     init_group,
     maybe_fault,
     rank_table,
     run_rank,
+    synchronize,
     total_iterations,
 )
 
@@ -50,7 +53,8 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
     table = rank_table(spec)
     n = len(table)
     worker = spec["workers"][me["index"]]
-    model, forward_loss = ddp_module(spec, worker)
+    device = compute_device(spec)
+    model, forward_loss = ddp_module(spec, worker, device)
     params = [p for p in model.parameters() if p.requires_grad]
     size = sum(p.numel() * p.element_size() for p in params)
     emulated = spec["compute"] != "real"
@@ -59,8 +63,10 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
     # broadcast_buffers=False is deprecated in favour of forward_sync_buffers, which would
     # still broadcast buffers at start-up; keep the old flag (no start-up traffic) quietly.
     warnings.filterwarnings("ignore", message=".*broadcast_buffers.*", category=FutureWarning)
+    on_gpu = device.startswith("cuda")
     ddp = DistributedDataParallel(model, bucket_cap_mb=bucket / 2**20, init_sync=False,
-                                  broadcast_buffers=False, gradient_as_bucket_view=True)
+                                  broadcast_buffers=False, gradient_as_bucket_view=True,
+                                  device_ids=[device] if on_gpu else None)
     hook = None
     if rings and worker.get("gpus", 1) > 1:
         hook = HierarchicalHook(spec, me, rings)
@@ -92,8 +98,10 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
         start_wall, start = time.time(), time.perf_counter()
         wire0 = net.read()
         loss = forward_loss(ddp)
+        synchronize(device)
         forward_end = time.perf_counter()
         loss.backward()  # returns once DDP's last bucket is all-reduced
+        synchronize(device)
         backward_end = time.perf_counter()
         grads_ready = state["last"] or backward_end
         status.set("compute", t)
@@ -102,6 +110,7 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
             optimizer.zero_grad(set_to_none=False)
         elif update_s > 0:
             time.sleep(update_s)
+        synchronize(device)
         end = time.perf_counter()
         wire1 = net.read()
         wire = {} if wire0 is None or wire1 is None else {
@@ -117,7 +126,8 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
             "allreduce_exposed_s": backward_end - grads_ready,
             "payload_sent_bytes": payload["sent"], "payload_received_bytes": payload["sent"],
             "remote_payload_bytes": payload["remote"],
-            "compute": EMULATED_LABEL if emulated else REAL_LABEL, **wire, **phases,
+            "compute": EMULATED_LABEL if emulated else (REAL_GPU_LABEL if on_gpu else REAL_LABEL),
+            "device": device, **wire, **phases,
         })
     if hook is not None:
         hook.close()

@@ -46,6 +46,7 @@ class HierarchicalHook:
         self.ring = rings[me["local_rank"]]
         self.ring_size = sum(1 for e in workers if e["local_rank"] == me["local_rank"])
         self.world = len(workers)
+        self.gpu_transport = spec.get("backend") == "nccl"
         self.times = {"intra_s": 0.0, "inter_s": 0.0}
         self._lock = threading.Lock()
         self._queue: queue.Queue[tuple[torch.Tensor, torch.futures.Future] | None] = (
@@ -76,7 +77,12 @@ class HierarchicalHook:
                 return
             buffer, future = item
             try:
-                self._reduce(buffer)
+                if buffer.is_cuda and not self.gpu_transport:  # gloo moves CPU tensors
+                    host = buffer.cpu()
+                    self._reduce(host)
+                    buffer.copy_(host)
+                else:
+                    self._reduce(buffer)
             except BaseException as exc:  # surfaces in backward, which waits on the future
                 future.set_exception(exc)
                 continue

@@ -215,7 +215,7 @@ def measure(
     from ddlperf.measure.emulated import EmulatedCluster, require_root
 
     check_options(compute, iterations, warmup, timeout, "emulated")
-    check_backend(backend, "emulated")
+    check_backend(backend, "emulated", strategy.arch if strategy is not None else arch)
     sc = resolve_scenario(model, workload, cluster, strategy, batch_size, device, workers, ps,
                           placement, arch, sync, staleness, sharding, overlap, bucket_size,
                           bandwidth, latency, gpus_per_node=gpus_per_node, intra=intra,
@@ -418,6 +418,12 @@ def measurement_context(
     from ddlperf.predictors.analytic import describe_inputs
 
     label = spec["compute_label"]
+    recorded = {r["compute"] for r in records if r.get("type") == "iteration" and
+                r.get("compute")}
+    if len(recorded) == 1 and recorded != {label}:  # real compute ran on the ranks' GPUs
+        label = recorded.pop()
+        spec = {**spec, "workers": [{**w, "device_label": f"GPU ({label})"}
+                                    for w in spec["workers"]]}
     total_bytes = float(sc.tensor_bytes.sum())
     standalone: dict[str, float] = {}
     if single is None:

@@ -34,6 +34,7 @@ from typing import Any
 SPEC_FORMAT = "ddlperf.measure-spec/1"
 EMULATED_LABEL = "emulated device time"
 REAL_LABEL = "real CPU compute"
+REAL_GPU_LABEL = "real GPU compute (CUDA)"
 GRAD_TAG = 1 << 20  # gradient messages use tag GRAD_TAG + tensor index; parameters use the index
 FAULT_ENV = "DDLPERF_FAULT"
 TORCH_DTYPES = {"float32": "float32", "tf32": "float32", "float16": "float16",
@@ -270,7 +271,12 @@ def init_group(spec: dict[str, Any], world: int) -> dict[int, Any]:
     import torch.distributed as dist
 
     timeout = datetime.timedelta(seconds=float(spec.get("op_timeout_s", 600)))
-    dist.init_process_group(spec.get("backend", "gloo"), timeout=timeout, world_size=world,
+    backend = spec.get("backend", "gloo")
+    if backend == "nccl":
+        import torch
+
+        torch.cuda.set_device(compute_device(spec))
+    dist.init_process_group(backend, timeout=timeout, world_size=world,
                             rank=int(os.environ["RANK"]))
     groups: dict[int, Any] = {}
     if spec["arch"] == "allreduce" and spec.get("allreduce") == "hierarchical":
@@ -317,6 +323,31 @@ def loopback_gate(spec: dict[str, Any]) -> None:
 def table_entry(spec: dict[str, Any]) -> dict[str, Any]:
     """This process's rank-table entry (from ``RANK``)."""
     return rank_table(spec)[int(os.environ["RANK"])]
+
+
+def compute_device(spec: dict[str, Any]) -> str:
+    """Where this rank computes: its GPU (``cuda:<LOCAL_RANK>``) on a CUDA host with real
+    compute or NCCL, else the CPU. NCCL without a CUDA GPU is an error (one line)."""
+    import torch
+
+    nccl = spec.get("backend") == "nccl"
+    if not torch.cuda.is_available():
+        if nccl:
+            raise SystemExit("error: --backend nccl needs a CUDA GPU for every rank and this "
+                             "host has none; use --backend gloo")
+        return "cpu"
+    if nccl or spec["compute"] == "real":
+        count = torch.cuda.device_count()
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % count}"
+    return "cpu"
+
+
+def synchronize(device: str) -> None:
+    """Wait for the GPU's queued work, so host clocks time it (nothing on the CPU)."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(device)
 
 
 def torch_dtype(name: str) -> Any:
