@@ -7,25 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-import ddlperf.cli  # noqa: F401  (registers the commands)
-from ddlperf.cli.app import app
-from tests.cli.test_measure_cli import WORKLOAD
+from tests.cli import test_measure_cli as base
 from tests.conftest import assert_one_line_error
 
-runner = CliRunner()
-
-
-@pytest.fixture
-def wl(tmp_path: Path) -> str:
-    path = tmp_path / "wl.json"
-    path.write_text(json.dumps(WORKLOAD))
-    return str(path)
-
-
-def invoke(*args: str):
-    return runner.invoke(app, ["measure", *args])
+invoke = base.invoke
+wl = base.wl  # the workload-file fixture
 
 
 @pytest.mark.parametrize("args,needles", [
