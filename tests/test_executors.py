@@ -80,11 +80,15 @@ ENGINES = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "module"), ENGINES)
 def test_engine_on_a_local_cluster_gives_the_same_plan(name, module):
+    import signal
+
     reference = _small_plan(Executor())
+    handler = signal.getsignal(signal.SIGTERM)
     with make_executor(name, jobs=2) as executor:
         assert executor.name == name
         result = _small_plan(executor)
     _same_answers(reference, result)
+    assert signal.getsignal(signal.SIGTERM) == handler  # the engine left no handler behind
 
 
 @pytest.mark.parametrize(("name", "module"), ENGINES)

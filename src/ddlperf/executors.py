@@ -11,7 +11,9 @@ given. Both engines are optional installs (``pip install 'ddlperf[ray]'`` / ``'d
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing import get_context
@@ -127,6 +129,8 @@ class RayExecutor(_WindowedExecutor):
                              "pip install 'ddlperf[ray]' (or use --executor local)") from None
         self._ray = ray
         self._started = not ray.is_initialized()
+        # ray.init installs its own SIGTERM handler in this process; closing puts ours back
+        self._sigterm = signal.getsignal(signal.SIGTERM)
         if address and address != "auto":
             check_reachable(address, 6379, "Ray", "start one (ray start --head) or check the "
                             "address (host:port of its GCS, default port 6379)")
@@ -155,6 +159,9 @@ class RayExecutor(_WindowedExecutor):
     def close(self) -> None:
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
+        if (self._started and self._sigterm is not None
+                and threading.current_thread() is threading.main_thread()):
+            signal.signal(signal.SIGTERM, self._sigterm)  # only the main thread may set it
 
 
 class DaskExecutor(_WindowedExecutor):
