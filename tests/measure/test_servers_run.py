@@ -53,5 +53,10 @@ def test_each_trainer_on_servers_moves_the_expected_bytes(tmp_path: Path, option
     records, _ = read_records(tmp_path / "m" / "records.jsonl")
     gate = next(r for r in records if r["type"] == "gate")
     assert gate["classified"]["pairs"] > 0
+    split = {k: m.breakdown_s.get(k) for k in ("communication_intra", "communication_inter")}
+    if options.get("allreduce") == "hierarchical":  # measured phase times split it
+        assert 0 < split["communication_intra"] < m.breakdown_s["communication"]
+    elif not intra:  # nothing crossed a loopback
+        assert split["communication_intra"] == 0.0
     predicted = predict(workload=WORKLOAD, workers=4, method="analytic", **SERVERS, **options)
     assert m.iteration_time_s == pytest.approx(predicted.iteration_time_s, rel=0.15)

@@ -297,6 +297,7 @@ def measure(
     context = measurement_context(sc, spec, all_records, probed, single, hosts, wire,
                                   durations, run_dir, run_id, skipped)
     measurement = summarize(all_records, context)
+    servers.split_communication(measurement, spec, all_records)
     append_record(records, {"type": "end", "name": "launcher", "time": time.time(),
                             "iteration_time_s": measurement.iteration_time_s,
                             "wire_ok": wire["ok"]})

@@ -129,3 +129,34 @@ def notes(sc: Scenario) -> list[str]:
         out.append("intra-node fabric: each GPU rank's sends on its server's loopback shaped "
                    "to the intra rate (HTB class per rank, by TCP source port)")
     return out
+
+
+def split_communication(measurement: Any, spec: dict[str, Any],
+                        records: list[dict[str, Any]]) -> None:
+    """Add ``communication_intra``/``communication_inter`` to a server measurement's
+    breakdown where they can be measured: with nothing crossing the servers' loopback (a PS
+    without local aggregation) all exposed communication is inter-node; a hierarchical
+    all-reduce times its phases, and exposed communication is split in their proportion (the
+    predictors' rule: by time). A flat ring or local aggregation overlaps the two inside one
+    collective or pipeline: no split, and a note says so."""
+    from ddlperf.measure.traffic import expected_flows, link_loads
+
+    if not any(int(w.get("gpus", 1)) > 1 for w in spec["workers"]):
+        return
+    comm = float(measurement.breakdown_s.get("communication", 0.0))
+    intra_bytes = sum(sum(v.values()) for k, v in link_loads(spec, expected_flows(spec)).items()
+                      if k.endswith(" intra"))
+    warmup = int(spec["warmup"])
+    phases = [(float(r["allreduce_intra_s"]), float(r["allreduce_inter_s"])) for r in records
+              if r.get("type") == "iteration" and "allreduce_intra_s" in r
+              and int(r["iteration"]) >= warmup]
+    if intra_bytes == 0:
+        share = 0.0
+    elif phases and sum(a + b for a, b in phases) > 0:
+        share = sum(a for a, _ in phases) / sum(a + b for a, b in phases)
+    else:
+        measurement.notes.append("communication is not split into intra- and inter-node: "
+                                 "they overlap inside one collective or pipeline here")
+        return
+    measurement.breakdown_s["communication_intra"] = comm * share
+    measurement.breakdown_s["communication_inter"] = comm * (1.0 - share)

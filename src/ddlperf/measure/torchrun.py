@@ -35,6 +35,7 @@ from ddlperf.measure.run import (
     prepare_out,
     resolve_scenario,
 )
+from ddlperf.measure.servers import split_communication
 from ddlperf.measure.trainer_common import EMULATED_LABEL, REAL_LABEL, hosts_of, rank_table
 from ddlperf.prediction import Prediction
 from ddlperf.scenario import resolve
@@ -193,6 +194,7 @@ def summarize_torchrun(directory: str | Path) -> Prediction:
     context["inputs"]["measure"]["records"] = [records_file(h) for h in hosts_of(table)]
     try:
         measurement = summarize(records, context)
+        split_communication(measurement, spec, records)
     except ValueError as exc:
         raise InputError("--summarize", f"{exc} in {run_dir}",
                          "run the commands to the end and copy every host's records") from None
