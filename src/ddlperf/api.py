@@ -29,7 +29,7 @@ FLAGS = {
     "latency": "--latency", "goodput": "--goodput", "device": "--device",
     "placement": "--placement", "count": "--workers", "gpus": "--gpus-per-node",
     "intra": "--intra", "nics": "--nics", "allreduce": "--allreduce",
-    "local_aggregation": "--local-aggregation",
+    "local_aggregation": "--local-aggregation", "transport": "--transport",
 }
 
 
@@ -136,6 +136,7 @@ def make_cluster(
     rack_size: int | None = None,
     rack_uplink: str | float | None = None,
     worker_batch: int | None = None,
+    transport: str | None = None,
 ) -> Cluster:
     """A cluster from a YAML/dict/Cluster, with flags overriding its top-level values.
 
@@ -143,7 +144,8 @@ def make_cluster(
     GPUs each (``intra`` fabric, ``nics`` NICs), named ``node0/gpu0`` …; ``rack_size`` and
     ``rack_uplink`` put those servers into racks. ``worker_device`` / ``worker_batch`` are
     the device and batch of every worker group that does not set its own (used with a
-    workload file, whose times are then rescaled).
+    workload file, whose times are then rescaled). ``transport`` is a catalog name or a
+    per-connection cap (:mod:`ddlperf.transport`).
     """
     data, source = _cluster_data(config)
     listed = "workers" if "workers" in data else "nodes" if "nodes" in data else None
@@ -194,6 +196,8 @@ def make_cluster(
                          f"add {missing}")
     if rack_size is not None:
         data["racks"] = {"servers": rack_size, "uplink": rack_uplink}
+    if transport is not None:
+        data["transport"] = transport
     flags = {}
     for key, value, parse in (("bandwidth", bandwidth, parse_link_rate),
                               ("latency", latency, parse_duration),
@@ -415,6 +419,7 @@ def scenario(
     rack_uplink: str | float | None = None,
     allreduce: str | None = None,
     local_aggregation: bool | None = None,
+    transport: str | None = None,
     dtype: str | None = None,
     math: str | None = None,
     grad_dtype: str | None = None,
@@ -431,6 +436,7 @@ def scenario(
     the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, goodput, placement,
                                strategy.arch, gpus_per_node=gpus_per_node, intra=intra,
                                nics=nics, rack_size=rack_size, rack_uplink=rack_uplink,
+                               transport=transport,
                                **worker_defaults(workload, batch_size, device))
     return resolve(the_workload, the_cluster, strategy)
 

@@ -17,6 +17,10 @@ Rates are line rates in bits/s; ``goodput`` (default 0.956 = 1448/1514 payload b
 Ethernet frame under TCP) turns NIC and rack rates into the payload bytes/s every model uses
 (fabric rates are data rates already). Human units (``10Gbps``, ``50us``, ``25GbE``,
 ``NVLink2``) are accepted here and converted at once.
+
+``transport`` says how the framework moves tensors between processes (:mod:`ddlperf.transport`):
+a per-connection payload cap (TensorFlow 1.x's gRPC: ``grpc-tf1``) and a per-message cost.
+None (the default) is plain TCP: no cap, the links decide.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from ddlperf.errors import InputError
 from ddlperf.fabrics import parse_intra
 from ddlperf.hardware import Device, device_from_spec, parse_link_rate
 from ddlperf.schema import read_structured, validate
+from ddlperf.transport import Transport, parse_transport
 from ddlperf.units import parse_duration
 
 TCP_ETHERNET_GOODPUT = 1448 / 1514  # 0.956: payload per full-size frame (TCP/IP + Ethernet)
@@ -179,6 +184,8 @@ class Cluster(BaseModel):
     bandwidth: float = Field(default=10e9, description="default line rate of every NIC, bits/s")
     latency: float = Field(default=50e-6, ge=0, description="seconds per message (alpha)")
     goodput: float = Field(default=TCP_ETHERNET_GOODPUT, gt=0, le=1)
+    transport: Transport | None = Field(
+        default=None, description="per-connection cap and message cost; None: TCP, no cap")
 
     @field_validator("bandwidth", mode="before")
     @classmethod
@@ -189,6 +196,11 @@ class Cluster(BaseModel):
     @classmethod
     def _latency(cls, value: Any) -> Any:
         return parse_duration(value, "latency")
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _transport(cls, value: Any) -> Any:
+        return None if value is None else parse_transport(value, "transport")
 
     @model_validator(mode="after")
     def _possible(self) -> Cluster:
@@ -264,6 +276,8 @@ class Cluster(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json", exclude_none=True)
+        if self.transport is not None:
+            data["transport"] = self.transport.spec()
         for key in ("workers", "nodes"):
             if not data[key]:
                 del data[key]

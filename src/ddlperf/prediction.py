@@ -93,13 +93,17 @@ TIE_SHARE = 0.01  # resources within 1% of the busiest one's utilization are equ
 def _canonical(name: str) -> tuple[int, tuple[tuple[str, int], ...], int, str]:
     """Order among equally busy resources: PS shards, then rack links (shared by many hosts),
     then worker hosts; hosts in natural order, and the push path first (a shard's downlink,
-    uplink, update; a worker host's or server NIC's uplink, downlink). ``ring (…)`` is
+    uplink, update, push and pull connection; a worker host's or server NIC's uplink,
+    downlink). ``ring (…)`` is
     ordered by the link it names."""
     inner = name[6:-1] if name.startswith("ring (") and name.endswith(")") else name
     words = inner.split()
+    if len(words) > 2 and words[-1] == "connection":  # ``ps0 push connection``: one part
+        words = [*words[:-2], " ".join(words[-2:])]
     part = words[-1] if words else ""
     shard = re.fullmatch(r"ps\d+", words[0]) is not None if words else False
-    rank = (("downlink", "uplink", "update") if shard else ("uplink", "downlink", "intra"))
+    rank = (("downlink", "uplink", "update", "push connection", "pull connection") if shard
+            else ("uplink", "downlink", "intra"))
     host = tuple((re.sub(r"\d+", "", w), int(re.sub(r"\D", "", w) or -1)) for w in words[:-1])
     kind = 0 if shard else 1 if words and words[0].startswith("rack") else 2
     return (kind, host, rank.index(part) if part in rank else len(rank), name)

@@ -8,6 +8,7 @@ by :mod:`ddlperf.topology`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,7 @@ from ddlperf.memory import memory_note, worker_memory
 from ddlperf.sharding import shard_matrix
 from ddlperf.strategy import Strategy
 from ddlperf.topology import RackPlan, Segment, plan_servers
+from ddlperf.transport import Transport
 from ddlperf.workload import Workload
 
 
@@ -120,6 +122,14 @@ class Scenario:
     notes: list[str] = field(default_factory=list)
     racks: RackPlan | None = None
     memory: dict[str, dict[str, object]] = field(default_factory=dict)  # per group
+    # the transport's cap on one connection, payload bytes/s (math.inf: none; see
+    # ddlperf.transport for what a connection is); its per-message cost is in latency_s
+    connection_cap: float = math.inf
+
+    @property
+    def capped(self) -> bool:
+        """Some connection has a cap below infinity (the transport limits streams)."""
+        return math.isfinite(self.connection_cap)
 
     @property
     def worker_count(self) -> int:
@@ -312,12 +322,29 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
                                         k, host.gpus))
             else:
                 shards.append(ShardPlan(f"ps{k}", k, None, ps_up, ps_down, update))
+    transport = cluster.transport
+    latency = cluster.latency
+    if transport is not None:
+        latency += transport.message_s
+        notes.append(transport_note(transport, strategy))
     return Scenario(
         workload=workload, cluster=cluster, strategy=strategy, groups=tuple(groups),
         shards=tuple(shards), tensor_names=names, tensor_bytes=sizes, tensor_layer=layers,
-        placement=placement, latency_s=cluster.latency, notes=notes, racks=racks,
+        placement=placement, latency_s=latency, notes=notes, racks=racks,
         memory=memory,
+        connection_cap=math.inf if transport is None else transport.cap_bytes_per_s,
     )
+
+
+def transport_note(transport: Transport, strategy: Strategy) -> str:
+    """What the transport limits, and what a connection is for this architecture."""
+    if strategy.arch == "ps":
+        what = ("one per server and shard, each direction (local aggregation)"
+                if strategy.local_aggregation else
+                "one per GPU and shard, each direction")
+    else:
+        what = "each ring edge between servers"
+    return f"transport {transport.summary()} (connections: {what})"
 
 
 def _check_memory(workload: Workload, group: WorkerGroup | NodeGroup,

@@ -33,9 +33,10 @@ AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumul
         "workers", "ps", "placement", "arch", "sync",
         "staleness", "sharding", "overlap", "bucket_size", "bandwidth", "latency", "goodput",
         "gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "allreduce",
-        "local_aggregation")
-# Server and rack fields (make_cluster's keywords): such points take the per-point path.
-SERVER_FIELDS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink")
+        "local_aggregation", "transport")
+# Server, rack and transport fields (make_cluster's keywords): such points take the
+# per-point path.
+SERVER_FIELDS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "transport")
 _STRATEGY_KEYS = ("arch", "sync", "staleness", "sharding", "overlap", "bucket_size",
                   "allreduce", "local_aggregation")
 RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",

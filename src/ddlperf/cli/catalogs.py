@@ -1,4 +1,4 @@
-"""``ddlperf models``, ``ddlperf devices`` and ``ddlperf fabrics``: the built-in catalogs."""
+"""``ddlperf models``, ``devices``, ``fabrics`` and ``transports``: the built-in catalogs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.console import Console
 from ddlperf.cli.app import app
 from ddlperf.cli.common import handle_input_errors, make_console, print_json
 from ddlperf.report.fit import Col, dropped_line, fit_table
-from ddlperf.units import format_bandwidth, format_flops, format_size
+from ddlperf.units import format_bandwidth, format_duration, format_flops, format_size
 
 
 @app.command()
@@ -113,3 +113,32 @@ def fabrics(
     console.print(table)
     _sources_note(console, dropped, wide)
     console.print(fabric_notes(), style="dim")
+
+
+@app.command()
+@handle_input_errors
+def transports(
+    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="every column (sources too), however wide the terminal")] = False,
+) -> None:
+    """List the transports: per-connection payload cap and per-message cost, with sources."""
+    from ddlperf.transport import transport_catalog, transport_notes
+
+    catalog = transport_catalog()
+    if json_output:
+        print_json({"transports": {n: t.model_dump() for n, t in catalog.items()},
+                    "notes": transport_notes()})
+        return
+    console = make_console(wide)
+    columns = [Col("transport", "left"), Col("cap per connection"),
+               Col("per message", drop=1), Col("description", "left", wrap=True)]
+    cells = [[name, "none" if t.cap_bps is None else format_size(t.cap_bps / 8) + "/s",
+              format_duration(t.message_s), t.description] for name, t in catalog.items()]
+    if wide:
+        columns.append(Col("source", "left", wrap=True))
+        cells = [[*row, f"{t.source} ({t.date})"] for row, t in zip(cells, catalog.values())]
+    table, dropped = fit_table(columns, cells, console.width,
+                               "transports (payload per connection and direction)")
+    console.print(table)
+    _sources_note(console, dropped, wide)
+    console.print(transport_notes(), style="dim")

@@ -174,6 +174,9 @@ SCENARIO_FLAGS: tuple[Flag, ...] = (
     Flag("local_aggregation", "PS: sum each server's gradients over its fabric, push and pull "
                               "once per server", kind=bool,
          defaults=_on_both("off")),
+    Flag("transport", "how tensors move between processes: a name (see 'ddlperf transports', "
+                      "e.g. grpc-tf1) or a per-connection cap such as 200MB/s",
+         metavar="NAME", commands=_PREDICTIONS, defaults=_on_predictions("tcp (no cap)")),
 )
 
 

@@ -24,6 +24,12 @@ import numpy as np
 
 from ddlperf.cluster import TCP_ETHERNET_GOODPUT
 from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult, busiest
+from ddlperf.predictors.connections import (
+    alone_transfer_s,
+    capped_rate,
+    connection_busy,
+    stream_s_per_byte,
+)
 from ddlperf.predictors.rings import ring_intra_share, ring_phases
 from ddlperf.predictors.server_links import (
     aggregates,
@@ -197,6 +203,7 @@ def _ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
         busy.append((f"{shard.name} downlink", volume / shard.down))
         busy.append((f"{shard.name} uplink", volume / shard.up))
         busy.append((f"{shard.name} update", float(shard_bytes[k]) * shard.update_s_per_byte))
+    busy += connection_busy(sc)
     busy += ps_link_busy(sc)
     resources = [ResourceUse(name, b, b / period) for name, b in busy]
     return times, period, resources
@@ -219,7 +226,8 @@ def _bsp_pass(
 
     # Pull: each shard's uplink sends its tensors to every worker as they are released.
     up_ready = np.where(layout.holds, release[:, None], -np.inf)
-    pulled = _per_tensor(layout, serial_finish(up_ready, placement * (senders / ps_up)))
+    pulled = _per_tensor(layout, serial_finish(up_ready,
+                                               placement * stream_s_per_byte(sc, senders, ps_up)))
     by_release = np.argsort(release, kind="stable")
     ready_in_order = release[by_release]
 
@@ -280,7 +288,7 @@ def _shards_one_group(
     """
     down = np.array([s.down for s in sc.shards])
     update = np.array([s.update_s_per_byte for s in sc.shards])
-    done = serial_finish(ready[:, None], sc.placement * (senders / down))
+    done = serial_finish(ready[:, None], sc.placement * stream_s_per_byte(sc, senders, down))
     arrived = np.maximum(done, sent[:, None]) + sc.latency_s
     if np.any(update > 0):
         arrived = serial_finish(arrived, sc.placement * update)
@@ -310,7 +318,7 @@ def _shards_general(
                                        else 0)
             for group in sc.groups
         ]
-        caps = [ps_endpoint_rates(sc, group)[0] for group in sc.groups]
+        caps = [capped_rate(sc, ps_endpoint_rates(sc, group)[0]) for group in sc.groups]
         done = np.full(len(rows), -np.inf)
         for finish in shared_link_finish([ready[rows] for ready in readies], part,
                                          [float(c) for c in counts], caps, shard.down):
@@ -393,7 +401,6 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     pipelined cycle from the BSP model.
     """
     alpha = sc.latency_s
-    total = float(sc.tensor_bytes.sum())
     shard_bytes = sc.placement.sum(axis=0)
     # per part (downlink, uplink, update): the shards work in parallel (a worker's tensors go
     # to all of them at once), so the part is one station at the busiest shard's demand
@@ -424,8 +431,8 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     else:
         think = np.array([
             g.compute_s + 2 * alpha
-            + max(0.0, total / g.up - float(rows[0][c]))
-            + max(0.0, total / g.down - float(rows[1][c]))
+            + max(0.0, alone_transfer_s(sc, g, g.up) - float(rows[0][c]))
+            + max(0.0, alone_transfer_s(sc, g, g.down) - float(rows[1][c]))
             for c, g in enumerate(sc.groups)
         ])
     population = np.array([g.count for g in sc.groups], dtype=float)
@@ -479,6 +486,7 @@ def async_resources(sc: Scenario, periods: list[float], mean_period: float
                  (g.nic_name("downlink"), nic / (g.nic_down * p))]
         if g.intra is not None:
             busy.append((g.intra_name(), intra / (g.intra * p)))
+    busy += connection_busy(sc, periods)
     return [ResourceUse(name, u * mean_period, u) for name, u in busy]
 
 

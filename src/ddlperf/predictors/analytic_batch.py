@@ -56,7 +56,7 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
 
     Points with equal keys differ only in :func:`point_values` and the worker count.
     """
-    if len(sc.groups) != 1 or sc.racks is not None:
+    if len(sc.groups) != 1 or sc.racks is not None or sc.capped:
         return None
     g = sc.groups[0]
     if g.first != 0 or g.gpus != 1 or g.nics != 1 or g.kind != "workers":

@@ -16,7 +16,9 @@ steps of S/G). Each server's NICs move 2(S−1)/S · S bytes per direction in al
 2(N−1)/N · S.
 
 Every step costs one latency α plus its chunk over the phase's rate; phases and buckets run
-one after another on one stream, so nothing else shares their links.
+one after another on one stream, so nothing else shares their links. A transport's cap
+(:mod:`ddlperf.transport`) limits every edge between servers (each is one connection; inside
+a server collective libraries use P2P or shared memory): a link named ``connection``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Phase:
 
 
 Link = tuple[float, str, bool]  # (rate per edge, resource name, inside a server)
+CONNECTION = "connection"  # the transport's per-connection cap, as a link of its own
 
 
 def _server_links(sc: Scenario, share: int) -> list[Link]:
@@ -57,6 +60,8 @@ def _server_links(sc: Scenario, share: int) -> list[Link]:
         for r in range(racks.count):
             links += [(racks.up / share, racks.name(r, "uplink"), False),
                       (racks.down / share, racks.name(r, "downlink"), False)]
+    if links and sc.capped:  # each edge leaving a server is a connection of the transport
+        links.append((sc.connection_cap, CONNECTION, False))
     return links
 
 

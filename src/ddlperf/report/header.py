@@ -92,6 +92,19 @@ def _strategy_text(p: Prediction) -> str:
     return " · ".join(parts)
 
 
+def _transport_text(cluster: dict[str, Any]) -> str:
+    """`` · grpc-tf1`` (the notes say its cap), `` · cap 200MB/s`` for a cap of
+    one's own; nothing for the default (plain TCP)."""
+    from ddlperf.transport import CUSTOM_NAME
+
+    t = cluster.get("transport")
+    if not t:
+        return ""
+    if t.get("name") == CUSTOM_NAME and t.get("cap"):
+        return f" · cap {format_size(t['cap'] / 8)}/s"
+    return f" · {t.get('name')}"
+
+
 def rescale_line(p: Prediction) -> str | None:
     """Say when the workers' device or batch differs from the workload's own (times rescaled)."""
     w = p.inputs.get("workload", {})
@@ -139,7 +152,7 @@ def scenario_lines(p: Prediction) -> list[str]:
         f"{w.get('name')} ({format_size(w.get('parameter_bytes', 0))} parameters) · "
         f"{_workers_text(worker_groups(p))}",
         f"{_strategy_text(p)} · {_links_text(c)} · latency "
-        f"{format_duration(c.get('latency', 0))}",
+        f"{format_duration(c.get('latency', 0))}{_transport_text(c)}",
     ]
     servers = servers_text(c)
     if servers:

@@ -123,7 +123,7 @@ class RingModel:
         self._physical: dict[str, float] = {}  # resource → capacity of all its links
         for kind in kinds:
             if kind not in built:
-                built[kind] = ring_edges(units, sc.racks, kind)
+                built[kind] = ring_edges(units, sc.racks, kind, sc.connection_cap)
                 self._add_links(built[kind], log)
             self.phase_edges.append(built[kind])
         self.edges = [e for kind in built for e in built[kind]]

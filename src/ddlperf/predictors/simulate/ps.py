@@ -31,6 +31,7 @@ import numpy as np
 from ddlperf.predictors.simulate.aggregation import LocalAggregation
 from ddlperf.predictors.simulate.compute import OpRecord, Processor
 from ddlperf.predictors.simulate.connection import Connection
+from ddlperf.predictors.simulate.connection_caps import ConnectionCaps
 from ddlperf.predictors.simulate.engine import Engine
 from ddlperf.predictors.simulate.fabric import ServerLinks, server_link_shares
 from ddlperf.predictors.simulate.network import Link, Network, Nic
@@ -143,7 +144,9 @@ class PSModel:
         self.warm_at = 0.0
 
         # Connections: worker unit → shard (push) and shard → worker unit (pull); none where
-        # no link lies between them (a one-GPU host and its own shard).
+        # no link lies between them (a one-GPU host and its own shard). The transport's cap
+        # is one more link on each connection's path.
+        self.caps = caps = ConnectionCaps(sc, net)
         self.push_conn: list[list[Connection | None]] = []
         self.pull_conn: list[list[Connection | None]] = [[] for _ in sc.shards]
         for unit in units:
@@ -156,10 +159,12 @@ class PSModel:
                     self.pull_conn[k].append(None)
                     continue
                 up, down = self._connection_tracks(unit, shard.name, log)
-                row.append(Connection(net, to_shard, unit.count, alpha, self._pushed,
+                row.append(Connection(net, to_shard + caps.link(unit, shard, "push"),
+                                      unit.count, alpha, self._pushed,
                                       f"{unit.label}→{shard.name}", up))
+                from_shard = links.from_shard(unit.index, shard, self.shard_nic[k])
                 self.pull_conn[k].append(Connection(
-                    net, links.from_shard(unit.index, shard, self.shard_nic[k]), unit.count,
+                    net, from_shard + caps.link(unit, shard, "pull"), unit.count,
                     alpha, self._pulled, f"{shard.name}→{unit.label}", down))
             self.push_conn.append(row)
         self.local = LocalAggregation(self, alpha) if sc.strategy.local_aggregation else None
@@ -347,6 +352,7 @@ class PSModel:
             out.append((f"{shard.name} downlink", share(nic.down)))
             out.append((f"{shard.name} uplink", share(nic.up)))
             out.append((f"{shard.name} update", self.update_busy[shard.index] / span))
+        out += self.caps.shares(share)
         out += server_link_shares(self.units, self.links, share,
                                   skip={id(nic) for nic in self.shard_nic})
         return out

@@ -16,8 +16,10 @@ servers (each then has a 1/G share: the link's capacity per edge is divided by G
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from ddlperf.predictors.rings import CONNECTION
 from ddlperf.predictors.simulate.compute import OpRecord
 from ddlperf.predictors.simulate.network import Link
 from ddlperf.predictors.simulate.units import Unit
@@ -46,8 +48,9 @@ class EdgeClass:
 
 
 def ring_edges(units: list[Unit], racks: RackPlan | None = None,
-               phase: str = "flat") -> list[EdgeClass]:
-    """Edge classes of one phase over ``units`` (consecutive worker ranges, in order)."""
+               phase: str = "flat", cap: float = math.inf) -> list[EdgeClass]:
+    """Edge classes of one phase over ``units`` (consecutive worker ranges, in order);
+    ``cap``: the transport's per-connection payload rate on edges between servers."""
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
     unit_of: list[int] = []
@@ -83,6 +86,8 @@ def ring_edges(units: list[Unit], racks: RackPlan | None = None,
             share = src_unit.group.gpus if phase == "across" else 1
             edge = classes[key] = EdgeClass(src_unit, dst_unit, kind)
             edge.hops = _hops(src_unit, dst_unit, kind, racks, share)
+            if kind != "intra" and math.isfinite(cap):
+                edge.hops.append((cap, CONNECTION))
         edge.count += 1
         edge.senders.append(names[w])
         edge.receivers.append(names[dst])
