@@ -129,15 +129,36 @@ def test_fabrics_lists_the_catalog():
     assert data["fabrics"]["PCIe4"]["rate_bps"] == 252e9 and data["notes"]
 
 
+def test_transports_lists_the_catalog_and_the_flag_reaches_the_model():
+    result = invoke("transports")
+    assert result.exit_code == 0, result.output
+    assert "grpc-tf1" in result.output and "200MB/s" in result.output
+    data = json.loads(invoke("transports", "--json").stdout)
+    assert data["transports"]["grpc-tf1"]["cap_bps"] == 1.6e9 and data["notes"]
+    assert "tensorflow/tensorflow#6116" in invoke("transports", "--wide").output.replace("\n", "")
+    args = ("predict", "--workers", "16", "--gpus-per-node", "4", "--intra", "PCIe3",
+            "--bandwidth", "25Gbps", "--ps", "4", "--placement", "colocated")
+    plain = json.loads(invoke(*args, "--json").stdout)
+    grpc = json.loads(invoke(*args, "--json", "--transport", "grpc-tf1").stdout)
+    assert grpc["iteration_time_s"] > plain["iteration_time_s"]
+    assert grpc["inputs"]["cluster"]["transport"] == {"name": "grpc-tf1", "cap": 1.6e9}
+    assert any(n.startswith("transport grpc-tf1: each connection ≤ 200MB/s")
+               for n in grpc["notes"])
+    table = invoke(*args, "--transport", "grpc-tf1").output
+    assert "latency 50us · grpc-tf1" in table and "connection" in table
+
+
 @pytest.mark.parametrize(
     ("args", "needles"),
-    [(("--workers", "8", "--gpus-per-node", "0"), ("--gpus-per-node",)),
+    [(("--transport", "grpc-tf"), ("--transport", "did you mean 'grpc-tf1'")),
+     (("--transport", "-5MB/s"), ("--transport", "positive rate")),
+     (("--workers", "8", "--gpus-per-node", "0"), ("--gpus-per-node",)),
      (("--workers", "8", "--gpus-per-node", "4", "--intra", "NVlink9"),
       ("--intra", "unknown fabric", "did you mean")),
      (("--workers", "8", "--nics", "0"), ("--nics",)),
      (("--workers", "8", "--rack-size", "0", "--rack-uplink", "10Gbps"), ("--rack-size",))],
 )
-def test_bad_server_input_is_one_line(args, needles):
+def test_bad_server_or_transport_input_is_one_line(args, needles):
     from tests.conftest import assert_one_line_error
 
     assert_one_line_error(invoke("predict", *args), *needles)
@@ -152,6 +173,8 @@ def test_bad_server_file_is_one_line(tmp_path):
     assert_one_line_error(invoke("predict", "--config", str(cfg)), "racks.servers")
     cfg.write_text("workers: 2\nnodes: [{count: 2}]\nps: 1\n")
     assert_one_line_error(invoke("predict", "--config", str(cfg)), "nodes", "not both")
+    cfg.write_text("workers: 2\nps: 1\ntransport: {name: grpc-tf1, cap: -1}\n")
+    assert_one_line_error(invoke("predict", "--config", str(cfg)), "transport", "positive")
 
 
 TOY = {"format": "ddlperf.workload/1", "name": "toy", "batch_size": 32, "device": "V100",

@@ -34,6 +34,7 @@ def rows_of(*args: str) -> list[dict]:
     ("--device", "V100,A100", "device"), ("--placement", "dedicated,colocated", "placement"),
     ("--overlap", "on,off", "overlap"), ("--goodput", "0.5,1", "goodput"),
     ("--bucket-size", "1MB,100MB", "bucket_size"), ("--workers", "2,4", "workers"),
+    ("--transport", "tcp,50MB/s", "transport"),
 ])
 def test_every_sweepable_flag_sweeps_without_a_plot(flag: str, values: str, key: str) -> None:
     extra = ["--arch", "allreduce"] if key == "bucket_size" else []

@@ -71,6 +71,14 @@ def test_devices_is_short(columns: int) -> None:
 
 
 @pytest.mark.parametrize("columns", [80, 160])
+def test_transports(columns: int) -> None:
+    out = run(columns, "transports")
+    check_fits(out, columns)
+    assert "200MB/s" in out and "800MB/s" in out
+    assert "tensorflow/tensorflow#6116" in run(columns, "transports", "--wide")
+
+
+@pytest.mark.parametrize("columns", [80, 160])
 def test_show(columns: int, tmp_path: Path) -> None:
     path = tmp_path / "w.json"
     path.write_text(json.dumps(WORKLOAD))
