@@ -17,6 +17,8 @@ SCENARIOS = [
     {"model": "resnet50", "cluster": {"workers": [{"name": "fast", "count": 3},
                                                   {"name": "slow", "count": 1, "speed": 0.5}],
                                       "ps": 2}},
+    {"model": "resnet50", "workers": 16, "gpus_per_node": 4, "intra": "PCIe3", "ps": 4,
+     "placement": "colocated", "bandwidth": "25Gbps", "transport": "grpc-tf1"},
 ]
 
 
@@ -90,8 +92,17 @@ def test_doubling_the_bottleneck_link_doubles_only_that_link():
     assert all(w.kwargs[k] is None for k in ("workers", "ps", "bandwidth"))
 
 
-def test_slowest_worker_dropped_or_replaced():
+def test_a_transport_bound_scenario_doubles_the_cap_only():
     e = explain(**SCENARIOS[-1])
+    assert e.prediction.bottleneck == "ps0 push connection"
+    w = next(w for w in e.what_ifs if w.key == "2x-link")
+    assert w.kwargs["cluster"]["transport"] == {"name": "grpc-tf1", "cap": 3.2e9}
+    assert w.kwargs["cluster"]["bandwidth"] == 25e9 and w.kwargs["transport"] is None
+    assert w.how == "--transport 400MB/s" and w.gain > 0
+
+
+def test_slowest_worker_dropped_or_replaced():
+    e = explain(**SCENARIOS[-2])
     drop = next(w for w in e.what_ifs if w.key == "drop-slowest")
     replace = next(w for w in e.what_ifs if w.key == "replace-slowest")
     assert [g["count"] for g in drop.kwargs["cluster"]["workers"]] == [3]

@@ -24,7 +24,7 @@ from ddlperf.units import format_bandwidth, format_size
 SSP_STALENESS = 3
 # Keyword arguments of predict() that make_cluster() reads: replaced by an explicit cluster.
 CLUSTER_FLAGS = ("workers", "ps", "bandwidth", "latency", "goodput", "placement",
-                 "gpus_per_node", "intra", "nics", "rack_size", "rack_uplink")
+                 "gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "transport")
 
 
 @dataclass
@@ -214,6 +214,13 @@ def _double_link(sc: Scenario, name: str) -> tuple[str, dict[str, Any], str] | N
         return (f"2× intra-node fabric on {group} servers ({format_bandwidth(rate)} → "
                 f"{format_bandwidth(2 * rate)})", data,
                 f"--intra {format_bandwidth(2 * rate).replace(' ', '')}")
+    if name.endswith("connection") and cluster.transport is not None \
+            and cluster.transport.cap_bps is not None:  # the transport's per-connection cap
+        cap = cluster.transport.cap_bps
+        data["transport"] = {**cluster.transport.spec(), "cap": 2 * cap}
+        return (f"2× the per-connection cap of {cluster.transport.name} "
+                f"({format_size(cap / 8)}/s → {format_size(cap / 4)}/s)", data,
+                f"--transport {format_size(cap / 4)}/s")
     if _RACK.match(name) and cluster.racks is not None:
         up, down = cluster.racks.uplink, cluster.racks.down
         data["racks"] = {**data["racks"], "uplink": 2 * up, "downlink": 2 * down}
