@@ -41,6 +41,10 @@ SUMMARY = {
 def test_setup_line_says_servers_fabric_network_and_strategy() -> None:
     assert setup_line(_row("a")) == ("2×8 K80 · 7.88GB/s · 10Gbps · PS×2 colocated, local "
                                      "aggregation · b64 fp32")
+    row = _row("a")
+    row["setup"]["transport"] = "grpc-tf1"
+    assert setup_line(row) == ("2×8 K80 · 7.88GB/s · 10Gbps · PS×2 colocated, local "
+                               "aggregation · grpc-tf1 · b64 fp32")
 
 
 def test_summary_lines_quote_the_targets() -> None:

@@ -33,6 +33,16 @@ def test_the_shipped_file_reads_and_covers_every_source() -> None:
     assert all(s.assumptions for s in f.setups.values() if not s.unsupported)
 
 
+
+def test_tensorflows_parameter_servers_and_only_they_run_over_its_grpc() -> None:
+    f = load_published(PUBLISHED)
+    grpc = {name for name, s in f.setups.items()
+            if not s.unsupported and (s.cluster or {}).get("transport") == "grpc-tf1"}
+    assert grpc == {"s1-replicated", "s2-16-ps", "s2-64-ps"}
+    for name in grpc:  # the assumption says where the figure comes from
+        assert any("grpc-tf1" in a and "#6116" in a for a in f.setups[name].assumptions)
+
+
 @pytest.mark.parametrize("entry,field", [
     ("{name: a, source: X, model: resnet50, device: V100, batch_size: 32, published: 300}",
      "entries[0] (a).dtype"),

@@ -101,18 +101,11 @@ def fabrics(
         print_json({"fabrics": {n: f.model_dump() for n, f in catalog.items()},
                     "notes": fabric_notes()})
         return
-    console = make_console(wide)
     columns = [Col("fabric", "left"), Col("rate"), Col("description", "left", wrap=True)]
     cells = [[name, format_size(f.rate_bps / 8) + "/s", f.description]
              for name, f in catalog.items()]
-    if wide:
-        columns.append(Col("source", "left", wrap=True))
-        cells = [[*row, f.source] for row, f in zip(cells, catalog.values())]
-    table, dropped = fit_table(columns, cells, console.width,
-                               "intra-node fabrics (per GPU, each direction)")
-    console.print(table)
-    _sources_note(console, dropped, wide)
-    console.print(fabric_notes(), style="dim")
+    _print_catalog(wide, columns, cells, [f.source for f in catalog.values()],
+                   "intra-node fabrics (per GPU, each direction)", fabric_notes())
 
 
 @app.command()
@@ -129,16 +122,22 @@ def transports(
         print_json({"transports": {n: t.model_dump() for n, t in catalog.items()},
                     "notes": transport_notes()})
         return
-    console = make_console(wide)
     columns = [Col("transport", "left"), Col("cap per connection"),
                Col("per message", drop=1), Col("description", "left", wrap=True)]
     cells = [[name, "none" if t.cap_bps is None else format_size(t.cap_bps / 8) + "/s",
               format_duration(t.message_s), t.description] for name, t in catalog.items()]
+    _print_catalog(wide, columns, cells, [f"{t.source} ({t.date})" for t in catalog.values()],
+                   "transports (payload per connection and direction)", transport_notes())
+
+
+def _print_catalog(wide: bool, columns: list[Col], cells: list[list[str]], sources: list[str],
+                   title: str, notes: str) -> None:
+    """A catalog table that fits the terminal (sources only with --wide), then its notes."""
+    console = make_console(wide)
     if wide:
-        columns.append(Col("source", "left", wrap=True))
-        cells = [[*row, f"{t.source} ({t.date})"] for row, t in zip(cells, catalog.values())]
-    table, dropped = fit_table(columns, cells, console.width,
-                               "transports (payload per connection and direction)")
+        columns = [*columns, Col("source", "left", wrap=True)]
+        cells = [[*row, source] for row, source in zip(cells, sources)]
+    table, dropped = fit_table(columns, cells, console.width, title)
     console.print(table)
     _sources_note(console, dropped, wide)
-    console.print(transport_notes(), style="dim")
+    console.print(notes, style="dim")

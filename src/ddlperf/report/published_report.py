@@ -27,7 +27,7 @@ def _cell(prediction: dict[str, Any] | None) -> str:
 
 
 def setup_line(row: dict[str, Any]) -> str:
-    """``2×8 K80 · 7.88GB/s · 10Gbps · PS×2 colocated, local aggregation``."""
+    """``2×8 K80 · 7.88GB/s · 10Gbps · PS×2 colocated, local aggregation · grpc-tf1``."""
     s = row.get("setup", {})
     if s.get("arch") == "single GPU":
         return f"1 {s.get('device')} · b{s.get('batch_size')} {s.get('dtype')}"
@@ -46,6 +46,8 @@ def setup_line(row: dict[str, Any]) -> str:
         parts.append(ps)
     else:
         parts.append(f"{s.get('allreduce', 'ring')} all-reduce")
+    if s.get("transport"):
+        parts.append(str(s["transport"]))
     parts.append(f"b{s.get('batch_size')} {s.get('dtype')}")
     return " · ".join(parts)
 

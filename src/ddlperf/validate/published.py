@@ -163,7 +163,16 @@ def describe(file: PublishedFile, entry: Entry) -> dict[str, Any]:
             "gpus_per_server": entry.gpus or group.get("gpus", 1),
             "intra": group.get("intra"), "nics": group.get("nics", 1),
             "bandwidth_bps": parse_bandwidth(cluster.get("bandwidth", "10Gbps"), "bandwidth"),
-            "goodput": cluster.get("goodput")}
+            "goodput": cluster.get("goodput"), "transport": _transport_name(cluster)}
+
+
+def _transport_name(cluster: dict[str, Any]) -> str | None:
+    """The set-up's transport as its catalog name (or ``custom``), None when not set."""
+    if cluster.get("transport") is None:
+        return None
+    from ddlperf.transport import parse_transport
+
+    return parse_transport(cluster["transport"], "transport").name
 
 
 def check_entry(file: PublishedFile, entry: Entry, baseline: Entry | None) -> dict[str, Any]:
