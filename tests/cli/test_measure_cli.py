@@ -61,6 +61,14 @@ def test_bad_input_is_one_line_and_exit_2(wl: str, args: list[str], needles: lis
     assert_one_line_error(invoke("--workload", wl, *args), *needles)
 
 
+def test_a_cluster_file_with_a_transport_is_refused(wl: str, tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("workers: 2\nps: 1\nbandwidth: 100Mbps\ntransport: grpc-tf1\n")
+    result = invoke("--workload", wl, "--config", str(cfg), "--out", str(tmp_path / "o"))
+    assert_one_line_error(result, "transport", "for predictions")
+    assert not (tmp_path / "o").exists()
+
+
 def test_real_compute_with_more_workers_than_cores_is_refused() -> None:
     cores = os.cpu_count() or 1
     assert_one_line_error(invoke("--model", "mobilenet_v2", "--compute", "real", "--workers",

@@ -91,6 +91,10 @@ def resolve_scenario(
     the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, None, placement,
                                strategy.arch, **worker_defaults(workload, batch_size, device),
                                **servers)
+    if the_cluster.transport is not None:  # a framework's software limit, not the wire
+        raise InputError("transport", "a measurement runs ddlperf's own trainers over their "
+                         "own transport (gloo / TensorPipe over TCP)",
+                         "drop transport: from the cluster file; it is for predictions")
     return resolve(the_workload, the_cluster, strategy)
 
 
