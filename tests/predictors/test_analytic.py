@@ -55,6 +55,17 @@ def test_colocated_ps_keeps_local_traffic_off_the_wire():
     assert p.iteration_time_s == pytest.approx(expected, rel=1e-9)
 
 
+def test_colocated_shards_without_overlap_by_hand():
+    # 3 workers, shards on w0 and w1 holding one 4 MB tensor each; no overlap, no latency.
+    # Push phase: w2's uplink sends 8 MB; ps0's downlink receives w1's and w2's 4 MB (8 MB)
+    # while w0's own push to ps1 leaves on the other direction of its NIC. Pull phase: ps0's
+    # uplink sends 8 MB while w0's pull from ps1 arrives on its downlink. 8 MB / B each.
+    w = make_workload([(0.001, 0.002, [4_000_000]), (0.001, 0.002, [4_000_000])])
+    p = run(w, workers=3, ps=2, placement="colocated", overlap=False, bandwidth="1Gbps",
+            latency=0)
+    assert p.iteration_time_s == pytest.approx(0.006 + 2 * 8e6 / B_1G, rel=1e-9)
+
+
 def test_ring_allreduce_single_bucket_by_hand():
     w = make_workload([(0.001, 0.002, [8_000_000])], update_s_per_byte=1e-9)
     p = run(w, arch="allreduce", workers=4, bandwidth="1Gbps", latency="50us")

@@ -65,14 +65,19 @@ class GroupTime:
 def colocated_view(sc: Scenario) -> Scenario:
     """The scenario as the PS models see it when shards share their hosts' NICs.
 
-    A colocated shard's host NIC carries two roles at once: the shard's traffic with the
-    other workers (their pushes in, their pulls out) and its own worker's traffic with the
-    other shards. The NIC's rate is split between the roles in proportion to the bytes each
-    moves per iteration, so each role's transfers take as long as the NIC needs for both
-    (it is busy for the sum). The host worker becomes a group of its own; the models send its
-    whole model through its link, so its rate is scaled to move the remote part in its share
-    (a host whose worker has no remote shard sends nothing: no link time). One-GPU hosts
-    only (multi-GPU servers: their own model).
+    A colocated shard's host NIC carries two roles: the shard's traffic with the other workers
+    (their pushes in, their pulls out) and its own worker's with the other shards. On each
+    direction the two mostly follow each other — on the uplink the worker pushes during
+    backward, after the shard's pulls; on the downlink it pulls after the other shards'
+    updates, when the pushes into its shard are done — so the shard keeps the NIC's rate.
+    Without overlap the phases are apart (all pushes, then all pulls), so the host worker moves
+    its remote part at the NIC's rate. With overlap its transfers wait for the shard's, so they
+    take as long as the NIC needs for both roles per iteration: its rate is scaled so that its
+    whole model crosses in that time. Its own shard's part stays local (a host worker with no
+    remote shard sends nothing), and it becomes a group of its own. One-GPU hosts only
+    (multi-GPU servers: their own model). Known limit: where one shard holds most of the model
+    its traffic spans the iteration, the roles overlap, and this view is optimistic (−12% vs
+    the simulator for 12 MB vs 2 MB shards).
     """
     hosted = {s.host: s for s in sc.shards if s.host is not None}
     if not hosted or any(g.gpus != 1 for g in sc.groups):
@@ -80,7 +85,7 @@ def colocated_view(sc: Scenario) -> Scenario:
     shard_bytes = sc.placement.sum(axis=0)
     total = float(sc.tensor_bytes.sum())
     n = sc.worker_count
-    shards, groups = list(sc.shards), []
+    groups: list[GroupPlan] = []
 
     def part(group: GroupPlan, first: int, count: int, **rates: float) -> GroupPlan:
         return replace(group, first=first, count=count,
@@ -94,15 +99,13 @@ def colocated_view(sc: Scenario) -> Scenario:
             shard = hosted[host]
             serving = (n - 1) * float(shard_bytes[shard.index])  # each way, other workers
             own = total - float(shard_bytes[shard.index])  # its worker, other shards
-            if serving > 0:  # (a shard that holds nothing keeps its rate: it carries nothing)
-                shards[shard.index] = replace(shard, up=shard.up * serving / (serving + own),
-                                              down=shard.down * serving / (serving + own))
-            scale = total / (serving + own) if own > 0 else math.inf
+            busy = serving + own if sc.strategy.overlap else own
+            scale = total / busy if own > 0 else math.inf
             groups.append(part(group, host, 1, up=group.up * scale, down=group.down * scale))
             first = host + 1
         if first < end:
             groups.append(part(group, first, end - first))
-    return replace(sc, groups=tuple(groups), shards=tuple(shards))
+    return replace(sc, groups=tuple(groups))
 
 
 def _ps_senders(sc: Scenario) -> np.ndarray:
@@ -467,8 +470,8 @@ def async_resources(sc: Scenario, periods: list[float], mean_period: float
     """Every station's utilization when each worker of group c runs at period ``periods[c]``:
     the shards' downlinks, uplinks and update processors (each gradient is an update) and
     one worker's uplink and downlink per group (busy seconds per mean period). A colocated
-    shard's links are its host's NIC (in :func:`colocated_view` at the shard's share of it,
-    so its utilization is the NIC's); the host worker gets no entry of its own."""
+    shard's links are its host's NIC, reported under the shard's name; the host worker gets
+    no entry of its own."""
     shard_bytes = sc.placement.sum(axis=0)
     busy: list[tuple[str, float]] = []
     for k, shard in enumerate(sc.shards):
