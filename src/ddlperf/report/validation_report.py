@@ -325,16 +325,23 @@ METHOD_TEXT = """\
    real compute the profile's own optimizer timing) and given to the predictors as
    `ps.update_s_per_byte`.
 4. **Links.** Predictions use the *configured* line rate × goodput 0.956 (TCP payload per
-   1514-byte frame). Every measurement first probes each link alone; the table's last column is
-   the largest deviation of a probe from that figure. When the probes confirm it within ~2%
-   the configured rate is the more honest input: it is what a user of ddlperf knows before
-   building the cluster. (`--rates probed` predicts from the probes instead.) This kernel has
-   no netem: links add only queueing and stack delay, and the predictors get the default
-   50 µs latency per message.
+   1514-byte frame). Every measurement first probes each link as its own: alone, and a link
+   faster than any one peer (a 1 Gbit PS NIC among 100 Mbit workers) with concurrent flows to
+   as many peers as reach its rate; the table's last column is the largest deviation of a probe
+   from what it should reach. When the probes confirm the configured rate within ~2% it is the
+   more honest input: it is what a user of ddlperf knows before building the cluster.
+   (`--rates probed` predicts from each link's own probe instead.) This kernel has no netem:
+   links add only queueing and stack delay, and the predictors get the default 50 µs latency
+   per message.
 5. **Measurement.** The iteration time is the median step period per worker over the measured
    iterations (warm-up excluded), averaged over workers; p5–p95 spans all workers' steady
-   iterations. The bytes on every bridge port are checked against the expected volume.
+   iterations. SSP is measured in steady state: from the moment every worker the staleness
+   bound holds was first held (before that a faster worker is still catching up), with a note
+   when the run is too short. The bytes on every bridge port are checked against the expected
+   volume.
 6. **Error** = (predicted − measured) / measured. MAPE = mean |error| over the scenarios.
+   ASP and SSP workers each have their own period: each worker's error is listed too, and
+   the summary gives the worst one.
 """
 
 
