@@ -114,6 +114,16 @@ def test_bsp_agrees_with_analytic_without_overlap(workload, kw):
     assert s.bottleneck == a.bottleneck
 
 
+def test_colocated_shard_updates_on_the_host_cpu_not_its_worker_stream():
+    # ASP, the only shard on w0, 10 ms per update: w0 computes 30 ms and waits only for its own
+    # update (its parameters stay local) — 40 ms; the others' updates run on the host's CPU
+    # beside w0's accelerator stream, so they do not stretch w0's compute.
+    w = make_workload([(0.01, 0.02, [1_000_000])], update_s_per_byte=1e-8)
+    p = sim(w, workers=3, ps=1, placement="colocated", sync="asp", bandwidth="1Gbps", latency=0)
+    assert p.workers[0].iteration_time_s == pytest.approx(0.040, rel=0.01)
+    assert p.workers[0].compute_s == pytest.approx(0.030)
+
+
 @pytest.mark.parametrize("kw", [dict(workers=6, ps=3, sharding="even"), dict(workers=8, ps=2),
                                 dict(workers=4, ps=4)], ids=["even-3", "rr-2", "rr-4"])
 def test_colocated_bsp_agrees_with_analytic_without_overlap(kw):

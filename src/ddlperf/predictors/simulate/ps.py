@@ -20,8 +20,9 @@ SSP(s): the shard's read rule of :mod:`.ssp` (Ho et al. 2013, per tensor): the p
 tensor's version c to a worker waits until every worker's gradients of it up to iteration
 c − s − 1 are applied. SSP(0) is run as BSP (they are the same protocol).
 
-A colocated shard shares its host's NIC and compute stream; its host's own gradients and
-parameters do not cross the network.
+A colocated shard shares its host's NIC; its updates run on the host's CPU, beside the
+worker's accelerator stream (a PS server is a CPU process), as the analytic model and the
+emulated cluster have them. Its host's own gradients and parameters do not cross the network.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class PSModel:
         self.log = log
 
         # Nodes: a compute stream per unit; fabric, NIC and rack links as the servers have
-        # them; dedicated shards get their own NIC and stream.
+        # them; every shard its own update processor, dedicated shards their own NIC.
         self.links = links = ServerLinks(sc, units, net)
         self.workers: list[PSWorker] = []
         for unit in units:
@@ -135,11 +136,10 @@ class PSModel:
             self.shard_host.append(host)
             if host is None:
                 self.shard_nic.append(net.add_nic(shard.name, shard.up, shard.down))
-                records = None if log is None else log.add([shard.name], "update", "update")
-                self.shard_proc.append(Processor(engine, shard.name, records))
             else:
                 self.shard_nic.append(links.host_nic(shard))
-                self.shard_proc.append(self.workers[host].processor)
+            records = None if log is None else log.add([shard.name], "update", "update")
+            self.shard_proc.append(Processor(engine, shard.name, records))
         self.update_busy = [0.0] * len(sc.shards)
         self.warm_at = 0.0
 
