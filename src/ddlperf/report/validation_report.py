@@ -316,10 +316,12 @@ METHOD_TEXT = """\
 2. **Heterogeneity.** Emulated device time: a worker group's `speed` (it waits
    `seconds / speed`), exact by construction. CPU quota (real compute, cgroup
    `cpu.cfs_quota_us`, 10 ms period): the slowdown is not exactly 1/quota, so the slow worker's
-   training step is timed inside a cgroup with that quota *while* an unrestricted copy runs
-   beside it (two computing processes, as in the run) and `speed = free step / quota'd step`
-   goes into the predicted cluster. (Timed alone on an idle machine, the same quota'd step
-   was 20–30% slower still: the throttled process leaves its vCPU idle.)
+   training step is timed inside a cgroup with that quota beside an unrestricted copy, as the
+   run has them, and `speed = free step / quota'd step` goes into the predicted cluster. With
+   BSP, SSP and all-reduce the two step in lockstep (the copy finishes first and waits, so the
+   quota'd step runs on alone for half its time, as in the run); with ASP the copy runs
+   freely. It matters: a quota'd step timed alone on an idle machine was 20–30% slower than
+   beside a busy copy (the throttled process leaves its vCPU idle).
 3. **The PS processor.** PS shards are CPU processes applying SGD with momentum; their cost per
    gradient byte is timed once per session on this CPU (the optimizer step on one thread; for
    real compute the profile's own optimizer timing) and given to the predictors as

@@ -2,7 +2,8 @@
 
 - the PS processor: seconds per gradient byte of the shards' optimizer step;
 - real compute: the zoo model's profile in a fresh one-thread process;
-- CPU quotas: a quota'd worker's training step, timed beside an unrestricted copy.
+- CPU quotas: a quota'd worker's training step, timed beside an unrestricted copy as the run
+  has them (in lockstep for synchronous strategies, free-running for ASP).
 
 ``python -m ddlperf.validate time-steps …`` is the step timer these start.
 """
@@ -86,80 +87,153 @@ def profile_real(plan: Plan, path: Path) -> Workload:
     return workload
 
 
-def _timer_argv(model: str, batch: int, warm_s: float, window_s: float) -> list[str]:
+def _timer_argv(model: str, batch: int, warm_s: float, window_s: float,
+                lockstep: bool = False) -> list[str]:
     return [sys.executable, "-m", "ddlperf.validate", "time-steps", model, str(batch),
-            str(warm_s), str(window_s)]
+            str(warm_s), str(window_s), *(["lockstep"] if lockstep else [])]
+
+
+def _start_timers(commands: list[list[str]]) -> list[subprocess.Popen[str]]:
+    """Start the timers and wait until each has loaded its model (it prints ``ready``); the
+    caller kills what is left (see :func:`_stop`)."""
+    procs: list[subprocess.Popen[str]] = []
+    for command in commands:
+        procs.append(subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=_env_one_thread()))
+    for proc in procs:  # each prints "ready" once torch and the model are loaded
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            proc.wait(timeout=10)
+            raise RuntimeError("timing the training step failed: " + _last_error(proc))
+    return procs
+
+
+def _last_error(proc: subprocess.Popen[str]) -> str:
+    err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
+    return err[-1] if err else "no output"
+
+
+def _stop(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _results(procs: list[subprocess.Popen[str]], timeout: float) -> list[dict[str, Any]]:
+    results = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        if proc.returncode != 0:
+            tail = (stderr.strip().splitlines() or ["?"])[-1]
+            raise RuntimeError(f"timing the training step failed: {tail}")
+        results.append(json.loads(stdout.strip().splitlines()[-1]))
+    return results
 
 
 def _timed_together(commands: list[list[str]], timeout: float) -> list[dict[str, Any]]:
-    """Start the timers, wait until each has loaded its model, then start them at one instant."""
-    procs: list[subprocess.Popen[str]] = []
+    """Free-running: start the loaded timers at one instant; each steps until its window
+    ends."""
+    procs = _start_timers(commands)
     try:
-        for command in commands:
-            procs.append(subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, env=_env_one_thread()))
-        for proc in procs:  # each prints "ready" once torch and the model are loaded
-            assert proc.stdout is not None
-            if proc.stdout.readline().strip() != "ready":
-                proc.wait(timeout=10)
-                err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
-                raise RuntimeError("timing the training step failed: "
-                                   + (err[-1] if err else "no output"))
         begin = time.time() + 0.2
         for proc in procs:
             assert proc.stdin is not None
             proc.stdin.write(f"{begin!r}\n")
             proc.stdin.flush()  # communicate() closes it
-        results = []
-        for proc in procs:
-            stdout, stderr = proc.communicate(timeout=timeout)
-            if proc.returncode != 0:
-                tail = (stderr.strip().splitlines() or ["?"])[-1]
-                raise RuntimeError(f"timing the training step failed: {tail}")
-            results.append(json.loads(stdout.strip().splitlines()[-1]))
-        return results
+        return _results(procs, timeout)
     finally:
+        _stop(procs)
+
+
+def _timed_lockstep(commands: list[list[str]], warm_s: float, window_s: float,
+                    timeout: float) -> list[dict[str, Any]]:
+    """In lockstep: every timer starts each step at once and the next step starts when the
+    slowest has finished, as the workers of a synchronous run do (the faster ones wait,
+    their CPU idle, while the slowest computes on alone). Steps that begin after ``warm_s``
+    count until ``window_s`` more have passed (at least two)."""
+    procs = _start_timers(commands)
+    try:
+        began, counted = time.monotonic(), 0
+        deadline = began + timeout
+        while True:
+            now = time.monotonic()
+            if now > deadline:
+                raise RuntimeError(f"timing the training step took over {timeout:.0f} s")
+            if now >= began + warm_s + window_s and counted >= 2:
+                break
+            command = "count" if now >= began + warm_s else "warm"
+            counted += command == "count"
+            for proc in procs:
+                assert proc.stdin is not None
+                proc.stdin.write(command + "\n")
+                proc.stdin.flush()
+            for proc in procs:
+                assert proc.stdout is not None
+                if not proc.stdout.readline():
+                    proc.wait(timeout=10)
+                    raise RuntimeError("timing the training step failed: "
+                                       + _last_error(proc))
         for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            assert proc.stdin is not None
+            proc.stdin.write("stop\n")
+            proc.stdin.flush()
+        return _results(procs, timeout)
+    finally:
+        _stop(procs)
+
+
+def synchronous(plan: Plan) -> bool:
+    """Do the run's workers wait for the slowest every iteration (BSP, SSP in steady state,
+    all-reduce)? Then a quota'd worker computes much of its step alone."""
+    return plan.strategy.arch == "allreduce" or plan.strategy.sync != "asp"
 
 
 def quota_speeds(plan: Plan, warm_s: float = 1.5, window_s: float = 8.0
-                 ) -> dict[str, dict[str, float]]:
-    """Per quota'd worker: its training step inside a cgroup with the quota, timed *while* an
-    unrestricted copy of the same step runs beside it (two computing processes on the cores,
-    as in the run, and both at the same moment of this machine's speed, which drifts by ~10%
-    from process to process); ``speed`` = free median step / quota'd median step."""
+                 ) -> dict[str, dict[str, Any]]:
+    """Per quota'd worker: its training step inside a cgroup with the quota, timed beside an
+    unrestricted copy of the same step as the run has them — in lockstep when the run is
+    synchronous (the copy finishes first and waits: the quota'd step then runs alone on the
+    cores, which is slower than beside a busy copy, as a throttled process leaves its vCPU
+    idle), free-running for ASP (the others never wait). Both are timed at the same moment of
+    this machine's speed, which drifts by ~10% from process to process; ``speed`` = free
+    median step / quota'd median step."""
     from ddlperf.measure import cgroups
 
     if not cgroups.available():
         raise InputError("cpu_quota", "cgroup v1 cpu controller not found at "
                          f"{cgroups.CPU_ROOT}", "run on a machine with cgroup v1 cpu")
-    argv = _timer_argv(str(plan.model), plan.workload.batch_size, warm_s, window_s)
-    out: dict[str, dict[str, float]] = {}
+    lockstep = synchronous(plan)
+    argv = _timer_argv(str(plan.model), plan.workload.batch_size, warm_s, window_s, lockstep)
+    out: dict[str, dict[str, Any]] = {}
     for host, share in sorted(plan.cpu_quota.items()):
         path = cgroups.CPU_ROOT / f"ddlperf-validate-{os.getpid()}-{host}"
         cgroups.create(path, share)
         try:
-            quota, free = _timed_together([cgroups.wrap(path, argv), argv],
-                                          timeout=180 + warm_s + window_s)
+            commands = [cgroups.wrap(path, argv), argv]
+            timeout = 180 + warm_s + window_s
+            quota, free = (_timed_lockstep(commands, warm_s, window_s, timeout) if lockstep
+                           else _timed_together(commands, timeout))
         finally:
             cgroups.remove(path)
         out[host] = {"quota": share, "step_free_s": float(free["median"]),
                      "step_quota_s": float(quota["median"]),
                      "speed": float(free["median"]) / float(quota["median"]),
                      "steps_quota": len(quota["durations"]),
-                     "steps_free": len(free["durations"]), "window_s": window_s}
+                     "steps_free": len(free["durations"]), "window_s": window_s,
+                     "timing": "lockstep" if lockstep else "free-running"}
     return out
 
 
 def time_steps_main(argv: list[str]) -> None:
-    """``python -m ddlperf.validate time-steps MODEL BATCH WARM_S WINDOW_S``: builds the zoo
-    model, prints ``ready``, reads a wall-clock start from stdin, then runs forward + loss +
-    backward on one thread until start + WARM_S + WINDOW_S; prints the median of the steps
-    that began after start + WARM_S (JSON)."""
+    """``python -m ddlperf.validate time-steps MODEL BATCH WARM_S WINDOW_S [lockstep]``:
+    builds the zoo model, prints ``ready``, then times forward + loss + backward on one
+    thread and prints the median of the counted steps (JSON).
+
+    Free-running: reads a wall-clock start from stdin and steps until start + WARM_S +
+    WINDOW_S, counting the steps that began after start + WARM_S. ``lockstep``: one step per
+    line read (``warm`` or ``count``; it prints the step's seconds), until ``stop``."""
     import torch
 
     from ddlperf.workload import torch_models
@@ -172,19 +246,34 @@ def time_steps_main(argv: list[str]) -> None:
     inputs, target = torch_models.make_batch(spec, batch)
     loss_fn = torch_models.loss_function(spec)
     loss_fn(model(*inputs), target).backward()  # first-step allocations before "ready"
-    print("ready", flush=True)
-    begin = float(sys.stdin.readline())
-    while time.time() < begin:
-        time.sleep(0.001)
-    times: list[float] = []
-    end = begin + warm_s + window_s
-    while True:
-        started = time.time()
-        if started >= end and len(times) >= 2:
-            break
+
+    def step() -> float:
         model.zero_grad(set_to_none=True)
         t0 = time.perf_counter()
         loss_fn(model(*inputs), target).backward()
-        if started >= begin + warm_s:
-            times.append(time.perf_counter() - t0)
+        return time.perf_counter() - t0
+
+    print("ready", flush=True)
+    times: list[float] = []
+    if argv[4:] == ["lockstep"]:
+        for line in sys.stdin:
+            command = line.strip()
+            if command == "stop":
+                break
+            seconds = step()
+            if command == "count":
+                times.append(seconds)
+            print(f"{seconds!r}", flush=True)
+    else:
+        begin = float(sys.stdin.readline())
+        while time.time() < begin:
+            time.sleep(0.001)
+        end = begin + warm_s + window_s
+        while True:
+            started = time.time()
+            if started >= end and len(times) >= 2:
+                break
+            seconds = step()
+            if started >= begin + warm_s:
+                times.append(seconds)
     print(json.dumps({"median": statistics.median(times), "durations": times}))
