@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ddlperf.api import make_cluster, make_strategy, predict
-from ddlperf.predictors.analytic import buckets, mva, predict_analytic
+from ddlperf.predictors.analytic import predict_analytic
 from ddlperf.predictors.timeline import serial_finish
 from ddlperf.scenario import resolve
 from tests.conftest import make_workload
@@ -85,30 +85,12 @@ def test_ring_matches_bandwidth_term(n):
     assert p.iteration_time_s == pytest.approx(ideal, rel=0.05)
 
 
-def test_buckets_close_at_cap():
-    assert [b.tolist() for b in buckets(np.array([10, 10, 30, 5]), 25)] == [[0, 1, 2], [3]]
-
-
 def test_overlap_hides_push_behind_backward():
     # Two layers; the last layer's gradient (5 MB) can be sent during layer 0's 50 ms backward.
     w = make_workload([(0.01, 0.05, [1_000_000]), (0.01, 0.05, [5_000_000])])
     on = run(w, workers=2, ps=1, bandwidth="1Gbps", overlap=True)
     off = run(w, workers=2, ps=1, bandwidth="1Gbps", overlap=False)
     assert on.iteration_time_s < off.iteration_time_s
-
-
-def test_mva_single_class_by_hand():
-    # one station D = 1, think Z = 1, N = 2:
-    # n=1: R = 1, X = 1/2, Q = 1/2; n=2: R = 1.5, X = 2/2.5 = 0.8
-    x, r = mva(np.array([1.0]), np.array([[1.0]]), np.array([2.0]))
-    assert x[0] == pytest.approx(0.8) and r[0, 0] == pytest.approx(1.5)
-
-
-def test_mva_multiclass_matches_single_class_when_classes_equal():
-    z, d = np.array([1.0, 1.0]), np.array([[0.3, 0.3], [0.2, 0.2]])
-    x2, _ = mva(z, d, np.array([3.0, 3.0]))
-    x1, _ = mva(z[:1], d[:, :1], np.array([6.0]))
-    assert x2.sum() == pytest.approx(x1[0], rel=0.05)  # Schweitzer is approximate
 
 
 def test_asp_saturates_at_ps_bottleneck():

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from ddlperf.api import DEFAULTS, make_cluster, make_strategy, make_workload
 from ddlperf.errors import InputError
 from ddlperf.predictors import analytic_batch
-from ddlperf.predictors.analytic import mva, predict_analytic
+from ddlperf.predictors.analytic import predict_analytic
 from ddlperf.predictors.analytic_batch import batch_key, mva_one_class, predict_batch
+from ddlperf.predictors.queueing import mva
 from ddlperf.scenario import resolve
 from ddlperf.sweep import RESULT_KEYS, _plan, _State, grid, sweep
 from tests.conftest import make_workload as toy_workload

@@ -420,7 +420,7 @@ def measurement_context(
 ) -> dict[str, Any]:
     """What :func:`~ddlperf.measure.records.summarize` needs besides the records; shared by
     the emulated launcher and the summary of a torchrun run (no probe, no bridge ports)."""
-    from ddlperf.predictors.analytic import describe_inputs
+    from ddlperf.predictors.assembly import describe_inputs
 
     label = spec["compute_label"]
     recorded = {r["compute"] for r in records if r.get("type") == "iteration" and

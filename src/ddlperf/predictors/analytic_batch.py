@@ -31,14 +31,10 @@ from typing import Any
 import numpy as np
 
 from ddlperf.prediction import TIE_SHARE
-from ddlperf.predictors.analytic import (
-    COMPUTE_BOUND_SHARE,
-    MAX_PASSES,
-    SATURATED,
-    bucket_layout,
-    ps_layout,
-    single_worker_baseline,
-)
+from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ps_layout
+from ddlperf.predictors.assembly import single_worker_baseline
+from ddlperf.predictors.bottleneck import COMPUTE_BOUND_SHARE, SATURATED
+from ddlperf.predictors.buckets import bucket_layout
 from ddlperf.predictors.timeline import backward_ready, serial_finish
 from ddlperf.scenario import Scenario
 
@@ -213,7 +209,7 @@ def _bsp_pass(
     sc: Scenario, lay: _Layout, p: _Points, links: _Links, release: np.ndarray,
     before: np.ndarray, first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``analytic._bsp_pass`` for one group and dedicated shards, batched over points.
+    """``analytic_ps_bsp._bsp_pass`` for one group and dedicated shards, batched over points.
 
     ``first``: ``release`` is all zeros (the first pass).
     """
@@ -263,7 +259,7 @@ def _bsp_pass(
 
 
 def _bsp_period(sc: Scenario, lay: _Layout, p: _Points) -> np.ndarray:
-    """``analytic._ps_bsp`` period per point; each point stops iterating once it settled."""
+    """``analytic_ps_bsp.ps_bsp`` period per point; each point stops iterating once it settled."""
     points = len(p.n)
     links = _Links.of(sc, lay, p)
     updates, ends = _bsp_pass(sc, lay, p, links, np.zeros((len(sc.tensor_bytes), points)),
@@ -322,7 +318,7 @@ def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray)
 
     The recursion over n = 1 … N runs once for all points; a point leaves it after its own N
     (columns sorted by N, so the points still running are a prefix). Same arithmetic, in the
-    same order, as ``analytic.mva`` with one class.
+    same order, as ``queueing.mva`` with one class.
     """
     order = np.argsort(-population, kind="stable")
     counts = population[order].astype(np.int64)
@@ -345,7 +341,7 @@ def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray)
 def _async(
     sc: Scenario, lay: _Layout, p: _Points, bsp_period: np.ndarray | None
 ) -> tuple[np.ndarray, list[str]]:
-    """``analytic._ps_async`` with one group: periods (B,) and the bottleneck names."""
+    """``analytic_ps_async.ps_async`` with one group: periods (B,) and the bottleneck names."""
     g = sc.groups[0]
     points = len(p.n)
     alpha = p.alpha
@@ -376,10 +372,10 @@ def _async(
     bsp = _bsp_period(sc, lay, p) if bsp_period is None else bsp_period
     periods = np.where(p.n > 1, periods + (bsp - periods) / p.n, periods)
     capped = np.zeros(points, dtype=bool)
-    if bsp_period is not None:  # ``analytic._ps_ssp``: one group is never held → BSP's cap
+    if bsp_period is not None:  # ``analytic_ps_async.ps_ssp``: one group is never held → BSP's cap
         capped = periods >= bsp_period
         periods = np.where(capped, bsp_period, periods)
-    # ``analytic.async_resources`` (or, capped, the BSP resources: one update per tensor)
+    # ``analytic_ps_async.async_resources`` (or, capped, the BSP resources: one update per tensor)
     rows = []
     for k in range(n_shards):
         rows += [p.n * shard_bytes[k] / p.sdown / periods,

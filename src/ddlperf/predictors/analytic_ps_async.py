@@ -1,0 +1,164 @@
+"""ASP and SSP parameter server: a closed queueing network and SSP's steady state.
+
+ASP: mean value analysis (:mod:`ddlperf.predictors.queueing`) — workers are delay stations
+(think time = compute), shard downlinks, uplinks and update processors are queues — so
+throughput saturates at the PS bottleneck; multi-class (Schweitzer) for mixed workers.
+SSP(s ≥ 1): BSP's schedule where ASP would let some workers run faster (the bound then holds
+them), ASP where ASP gives every worker one rate; never worse than BSP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ddlperf.prediction import ResourceUse
+from ddlperf.predictors.analytic_ps_bsp import ps_bsp
+from ddlperf.predictors.assembly import GroupTime
+from ddlperf.predictors.connections import alone_transfer_s, connection_busy
+from ddlperf.predictors.queueing import mva
+from ddlperf.predictors.server_links import ps_server_bytes
+from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
+
+
+def _alone_cycle(sc: Scenario, group: GroupPlan) -> float:
+    """One worker of ``group`` alone with the shards: its pipelined, contention-free cycle (a
+    shard on its own host stays local)."""
+    solo = replace(
+        sc, groups=(replace(group, count=1, first=0),),
+        shards=tuple(replace(shard, host=0 if _hosts(shard, group) == group.count else None)
+                     for shard in sc.shards),
+    )
+    return ps_bsp(solo)[1]
+
+
+def _hosts(shard: ShardPlan, group: GroupPlan) -> int:
+    """How many of ``group``'s workers talk to ``shard`` without the network (its host's)."""
+    if shard.host is not None and group.first <= shard.host < group.first + group.count:
+        return shard.host_gpus
+    return 0
+
+
+def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Think times (C,), station demands (S, C), populations (C,) and station names.
+
+    Each shard's downlink, uplink and optimizer are queueing stations; a class's demand at a
+    shard's links is its workers' mean remote share of the shard's bytes (nothing for the
+    shard's own host). With overlap a worker pushes some tensors while pulling others, so a
+    shard's three resources work as a pipeline: they become one station whose demand is the
+    largest of the three (the saturation limit is unchanged, the contention-free cycle is not
+    inflated). The think time is then set so that one worker alone sees exactly its
+    pipelined cycle from the BSP model.
+    """
+    alpha = sc.latency_s
+    shard_bytes = sc.placement.sum(axis=0)
+    # per part (downlink, uplink, update): the shards work in parallel (a worker's tensors go
+    # to all of them at once), so the part is one station at the busiest shard's demand
+    parts: dict[str, tuple[str, np.ndarray]] = {}
+    for part in ("downlink", "uplink", "update"):
+        best: tuple[str, np.ndarray] | None = None
+        for k, shard in enumerate(sc.shards):
+            remote = np.array([1.0 - _hosts(shard, g) / g.count for g in sc.groups])
+            if part == "update":
+                d = np.full(len(sc.groups), shard_bytes[k] * shard.update_s_per_byte)
+            else:
+                rate = shard.down if part == "downlink" else shard.up
+                d = shard_bytes[k] * remote / rate
+            if best is None or float(d.max()) > float(best[1].max()):
+                best = (f"{shard.name} {part}", d)
+        assert best is not None
+        parts[part] = best
+    if sc.strategy.overlap:  # push, update and pull pipelined: one station, the largest
+        name, d = max(parts.values(), key=lambda item: float(item[1].max()))
+        names, rows = [name], [np.max(np.array([v for _n, v in parts.values()]), axis=0)]
+    else:
+        names = [n for n, _v in parts.values()]
+        rows = [v for _n, v in parts.values()]
+    demand = np.array(rows)
+    if sc.strategy.overlap:
+        think = np.array([max(_alone_cycle(sc, g) - float(demand[:, c].sum()), 0.0)
+                          for c, g in enumerate(sc.groups)])
+    else:
+        think = np.array([
+            g.compute_s + 2 * alpha
+            + max(0.0, alone_transfer_s(sc, g, g.up) - float(rows[0][c]))
+            + max(0.0, alone_transfer_s(sc, g, g.down) - float(rows[1][c]))
+            for c, g in enumerate(sc.groups)
+        ])
+    population = np.array([g.count for g in sc.groups], dtype=float)
+    return think, demand, population, names
+
+
+def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+    """ASP: each worker class at the rate the closed queueing network gives it (no wait).
+
+    Identical workers are what the network does not see. Sharing the PS links fairly, they
+    keep whatever phase offsets they have (a worker that starts its transfers δ later also
+    ends them δ later), so the offsets are neutral and noise makes them wander. In lockstep
+    every transfer runs at once and the links idle during the gap Z in which all workers
+    compute without a transfer (BSP's schedule); offset, the others' transfers fill it. With
+    each worker's offset from the first uniform over the gap, the gap left unfilled is
+    Z − E[range of the offsets] = Z / N, so the period is the network's plus 1/N of the
+    way to lockstep's (N = 2: the midpoint; many workers: the network's).
+    """
+    think, demand, population, _names = _ps_queueing(sc)
+    throughput, _ = mva(think, demand, population)
+    periods = population / throughput
+    if len(sc.groups) == 1 and sc.groups[0].count > 1:
+        periods = periods + (ps_bsp(sc)[1] - periods) / sc.groups[0].count
+    times = [GroupTime(float(p), g.compute_s, max(float(p) - g.compute_s, 0.0), 0.0)
+             for g, p in zip(sc.groups, periods)]
+    mean_period = float((periods * population).sum() / population.sum())
+    return times, mean_period, async_resources(sc, [float(p) for p in periods], mean_period)
+
+
+def async_resources(sc: Scenario, periods: list[float], mean_period: float
+                    ) -> list[ResourceUse]:
+    """Every station's utilization when each worker of group c runs at period ``periods[c]``:
+    the shards' downlinks, uplinks and update processors (each gradient is an update) and
+    one worker's uplink and downlink per group (busy seconds per mean period). A colocated
+    shard's links are its host's NIC, reported under the shard's name; the host worker gets
+    no entry of its own."""
+    shard_bytes = sc.placement.sum(axis=0)
+    busy: list[tuple[str, float]] = []
+    for k, shard in enumerate(sc.shards):
+        crossing = sum((g.count - _hosts(shard, g)) / p for g, p in zip(sc.groups, periods))
+        arriving = sum(g.count / p for g, p in zip(sc.groups, periods))
+        busy += [(f"{shard.name} downlink", crossing * shard_bytes[k] / shard.down),
+                 (f"{shard.name} uplink", crossing * shard_bytes[k] / shard.up),
+                 (f"{shard.name} update",
+                  arriving * shard_bytes[k] * shard.update_s_per_byte)]
+    for g, p in zip(sc.groups, periods):  # named as BSP names them
+        if any(_hosts(shard, g) == g.count for shard in sc.shards):
+            continue
+        nic, intra = ps_server_bytes(sc, g)
+        busy += [(g.nic_name("uplink"), nic / (g.nic_up * p)),
+                 (g.nic_name("downlink"), nic / (g.nic_down * p))]
+        if g.intra is not None:
+            busy.append((g.intra_name(), intra / (g.intra * p)))
+    busy += connection_busy(sc, periods)
+    return [ResourceUse(name, u * mean_period, u) for name, u in busy]
+
+
+# SSP: ASP rates this close count as one rate (the staleness bound never holds anyone).
+ASP_RATES_AGREE = 0.005
+
+
+def ps_ssp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+    """SSP(s ≥ 1) in steady state, by the read rule of :mod:`ddlperf.strategy`.
+
+    Where ASP would run some workers faster than the slowest, they gain on it until they are
+    s iterations ahead, and from then on the bound releases their reads of a tensor with the
+    slowest worker's update of it — the moment the slowest one reads it too. Every read
+    coincides as under BSP, so the steady state is BSP's schedule (each gradient applied on
+    arrival; s sets only how long the catch-up takes — a run shorter than that shows ASP's
+    rates). Identical workers keep one rate and nobody is held: SSP is ASP there, never
+    slower than BSP, whose schedule SSP could follow.
+    """
+    times, period, resources = ps_async(sc)
+    periods = [t.iteration_s for t in times]
+    bsp = ps_bsp(sc)
+    if max(periods) > min(periods) * (1 + ASP_RATES_AGREE) or period >= bsp[1]:
+        return bsp
+    return times, period, resources

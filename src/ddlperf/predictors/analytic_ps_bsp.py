@@ -1,0 +1,252 @@
+"""BSP parameter server in closed form: per-link FIFO pipelines iterated to their period.
+
+One iteration is pull → forward → backward → push → update, each link and each shard's
+optimizer a FIFO server (finish_j = max(ready_j, finish_{j−1}) + work_j). The slowest worker
+and the busiest shard link set the pace; heterogeneous workers and shard imbalance are exact
+inputs, overlap (WFBP) is a switch. The asynchronous models reuse its contention-free cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddlperf.prediction import ResourceUse
+from ddlperf.predictors.assembly import GroupTime
+from ddlperf.predictors.connections import capped_rate, connection_busy, stream_s_per_byte
+from ddlperf.predictors.server_links import (
+    aggregates,
+    host_endpoints,
+    ps_endpoint_rates,
+    ps_endpoints,
+    ps_link_busy,
+)
+from ddlperf.predictors.shared_link import shared_link_finish
+from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
+from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
+
+# Passes of the one-iteration map before its period is taken as converged.
+MAX_PASSES = 8
+
+
+def _ps_senders(sc: Scenario) -> np.ndarray:
+    """Endpoints (workers, or servers when aggregating) whose traffic to each shard crosses
+    the network (a colocated host's do not)."""
+    n = sum(ps_endpoints(sc, g) for g in sc.groups)
+    return np.array([n - _at_host(sc, s) for s in sc.shards], dtype=float)
+
+
+def _at_host(sc: Scenario, shard: ShardPlan) -> int:
+    if shard.host is None:
+        return 0
+    return host_endpoints(sc, sc.group_of(shard.host))
+
+
+@dataclass(frozen=True)
+class _PsLayout:
+    """Index arrays that depend only on the workload and the placement (cached per sweep)."""
+
+    holds: np.ndarray  # (tensors, shards): shard k holds (part of) tensor j; gradient order
+    owner_flat: np.ndarray | None  # whole-tensor placement: flat (J, K) index of the holder
+    order: np.ndarray  # tensors in forward order (by owning layer)
+    layer_has: np.ndarray  # layers owning at least one tensor
+    layer_starts: np.ndarray  # first forward-ordered tensor of each such layer
+    shard_rows: tuple[np.ndarray, ...]  # tensors (gradient order) held by each shard
+    shard_parts: tuple[np.ndarray, ...]  # their bytes on that shard
+    ready_sorted: bool  # gradient order follows reverse layer order (ready times ascend)
+
+
+def ps_layout(sc: Scenario) -> _PsLayout:
+    key = ("ps_layout", sc.strategy.sharding, len(sc.shards))
+    cache = sc.workload.derived_cache
+    if key not in cache:
+        holds = sc.placement > 0
+        owner_flat = None
+        if np.all(holds.sum(axis=1) == 1):
+            owner_flat = np.arange(len(holds)) * holds.shape[1] + np.argmax(holds, axis=1)
+        order = forward_order(sc)
+        layers_fwd = sc.tensor_layer[order]
+        starts = np.flatnonzero(np.r_[True, layers_fwd[1:] != layers_fwd[:-1]])
+        rows = tuple(np.flatnonzero(holds[:, k]) for k in range(holds.shape[1]))
+        cache[key] = _PsLayout(
+            holds=holds,
+            owner_flat=owner_flat,
+            order=order,
+            layer_has=layers_fwd[starts],
+            layer_starts=starts,
+            shard_rows=rows,
+            shard_parts=tuple(sc.placement[r, k] for k, r in enumerate(rows)),
+            ready_sorted=bool(np.all(np.diff(sc.tensor_layer) <= 0)),
+        )
+    return cache[key]
+
+
+def _per_tensor(layout: _PsLayout, matrix: np.ndarray) -> np.ndarray:
+    """Latest finish over the shards that hold each tensor."""
+    if layout.owner_flat is not None:
+        return matrix.ravel()[layout.owner_flat]
+    return np.where(layout.holds, matrix, -np.inf).max(axis=1)
+
+
+def ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+    """Iterate the one-iteration map of a max-plus system until its period settles.
+
+    With overlap, a tensor's pull starts as soon as the shard has applied its update, so the
+    pulls of one iteration overlap the pushes of the last tensors (PS uplinks and downlinks
+    are independent directions). Starting from "all pulls at once", each pass feeds the update
+    times of the last pass back as pull releases; the period converges in a few passes.
+    """
+    layout = ps_layout(sc)
+    senders = _ps_senders(sc)
+    zeros = np.zeros(len(sc.tensor_bytes))
+    updates, ends = _bsp_pass(sc, layout, senders, zeros, [-np.inf] * len(sc.groups))
+    period = max(float(updates.max()), *ends)
+    if sc.strategy.overlap:
+        for _ in range(MAX_PASSES - 1):
+            updates, ends = _bsp_pass(sc, layout, senders, updates - period,
+                                      [end - period for end in ends])
+            new_period = max(float(updates.max()), *ends)
+            settled = abs(new_period - period) <= 1e-9 * new_period
+            period = new_period
+            if settled:
+                break
+
+    slowest = max(g.compute_s for g in sc.groups)
+    times = [
+        GroupTime(period, g.compute_s, period - slowest, slowest - g.compute_s)
+        for g in sc.groups
+    ]
+    shard_bytes = sc.placement.sum(axis=0)
+    busy = []
+    for k, shard in enumerate(sc.shards):
+        volume = float(senders[k] * shard_bytes[k])
+        busy.append((f"{shard.name} downlink", volume / shard.down))
+        busy.append((f"{shard.name} uplink", volume / shard.up))
+        busy.append((f"{shard.name} update", float(shard_bytes[k]) * shard.update_s_per_byte))
+    busy += connection_busy(sc)
+    busy += ps_link_busy(sc)
+    resources = [ResourceUse(name, b, b / period) for name, b in busy]
+    return times, period, resources
+
+
+def _bsp_pass(
+    sc: Scenario, layout: _PsLayout, senders: np.ndarray, release: np.ndarray,
+    previous_end: list[float],
+) -> tuple[np.ndarray, list[float]]:
+    """One BSP iteration: pull → forward → backward → push → update, as FIFO links.
+
+    ``release`` (gradient order) is when each tensor's pull may start and ``previous_end``
+    when each group finished its last backward, both relative to this iteration's origin.
+    Returns each tensor's update finish and each group's backward end.
+    """
+    overlap = sc.strategy.overlap
+    alpha = sc.latency_s
+    sizes, placement = sc.tensor_bytes, sc.placement
+    ps_up = np.array([s.up for s in sc.shards])
+
+    # Pull: each shard's uplink sends its tensors to every worker as they are released.
+    up_ready = np.where(layout.holds, release[:, None], -np.inf)
+    pulled = _per_tensor(layout, serial_finish(up_ready,
+                                               placement * stream_s_per_byte(sc, senders, ps_up)))
+    by_release = np.argsort(release, kind="stable")
+    ready_in_order = release[by_release]
+
+    readies, ends = [], []
+    for group, before in zip(sc.groups, previous_end):
+        down = ps_endpoint_rates(sc, group)[1]
+        down_done = np.empty(len(sizes))
+        down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / down)
+        arrival = np.maximum(pulled, down_done) + alpha
+        if aggregates(sc, group):  # all-gather the pulled slices over the fabric
+            arrival = _inside_server(sc, group, arrival)
+        if overlap:  # a layer starts once its parameters arrived and the previous layer ended
+            layer_arrival = np.zeros(len(group.forward))
+            layer_arrival[layout.layer_has] = np.maximum.reduceat(arrival[layout.order],
+                                                                  layout.layer_starts)
+            layer_arrival[0] = max(layer_arrival[0], before)
+            forward_end = float(serial_finish(layer_arrival, group.forward)[-1])
+        else:
+            forward_end = max(float(arrival.max()), before) + group.forward_s
+        ready, backward_end = backward_ready(sc, group, forward_end + group.unattributed_s)
+        if not overlap:
+            ready = np.full_like(ready, backward_end)
+        if aggregates(sc, group):  # reduce-scatter the gradients over the fabric first
+            ready = _inside_server(sc, group, ready)
+        readies.append(ready)
+        ends.append(backward_end)
+
+    # Push: each endpoint's uplink and each shard's downlink are FIFO links.
+    sent = serial_finish(readies[0], sizes / ps_endpoint_rates(sc, sc.groups[0])[0])
+    for group, ready in zip(sc.groups[1:], readies[1:]):
+        sent = np.maximum(sent, serial_finish(ready, sizes / ps_endpoint_rates(sc, group)[0]))
+    if len(sc.groups) == 1 and layout.ready_sorted:
+        updates = _shards_one_group(sc, layout, readies[0], sent, senders)
+    else:
+        updates = _shards_general(sc, layout, readies, sent)
+    return updates, ends
+
+
+def _inside_server(sc: Scenario, group: GroupPlan, ready: np.ndarray) -> np.ndarray:
+    """Local aggregation's reduce-scatter (or all-gather) of each tensor inside a server: a
+    FIFO over the fabric in the order tensors become ready, (G−1) steps of 1/G of the tensor,
+    their latencies paid on arrival (as a connection pays them)."""
+    g = group.gpus
+    order = np.argsort(ready, kind="stable")
+    work = (g - 1) / g * sc.tensor_bytes[order] / group.intra
+    done = np.empty_like(ready)
+    done[order] = serial_finish(ready[order], work) + (g - 1) * sc.latency_s
+    return done
+
+
+def _shards_one_group(
+    sc: Scenario, layout: _PsLayout, ready: np.ndarray, sent: np.ndarray, senders: np.ndarray
+) -> np.ndarray:
+    """All shards at once: one FIFO per column of a (tensors × shards) matrix.
+
+    Tensors a shard does not hold are zero-work items; with ready times in order they leave
+    each FIFO unchanged, so every shard's downlink and update queue is one matrix operation.
+    """
+    down = np.array([s.down for s in sc.shards])
+    update = np.array([s.update_s_per_byte for s in sc.shards])
+    done = serial_finish(ready[:, None], sc.placement * stream_s_per_byte(sc, senders, down))
+    arrived = np.maximum(done, sent[:, None]) + sc.latency_s
+    if np.any(update > 0):
+        arrived = serial_finish(arrived, sc.placement * update)
+    return _per_tensor(layout, arrived)
+
+
+def _shards_general(
+    sc: Scenario, layout: _PsLayout, readies: list[np.ndarray], sent: np.ndarray
+) -> np.ndarray:
+    """Shard by shard, for mixed worker groups.
+
+    TCP shares a shard's downlink between its senders: each group's gradient stream is a
+    FIFO, and the streams share the link max-min fairly while they are active
+    (:mod:`ddlperf.predictors.shared_link`); a tensor is complete at the shard when the last
+    group delivered it. Merging all streams into one FIFO instead would make a straggler's
+    first gradient wait behind the fast workers' last ones.
+    """
+    updates = np.full(len(sc.tensor_bytes), -np.inf)
+    for k, shard in enumerate(sc.shards):
+        rows = layout.shard_rows[k]
+        if not len(rows):
+            continue
+        part = layout.shard_parts[k]
+        counts = [
+            ps_endpoints(sc, group) - (_at_host(sc, shard) if shard.host is not None
+                                       and group.first <= shard.host < group.first + group.count
+                                       else 0)
+            for group in sc.groups
+        ]
+        caps = [capped_rate(sc, ps_endpoint_rates(sc, group)[0]) for group in sc.groups]
+        done = np.full(len(rows), -np.inf)
+        for finish in shared_link_finish([ready[rows] for ready in readies], part,
+                                         [float(c) for c in counts], caps, shard.down):
+            done = np.maximum(done, finish)
+        arrived = np.maximum(done, sent[rows]) + sc.latency_s
+        # Update: the shard applies a tensor once all N gradients of it arrived (FIFO).
+        by_time = np.argsort(arrived, kind="stable")
+        finish = serial_finish(arrived[by_time], part[by_time] * shard.update_s_per_byte)
+        updates[rows[by_time]] = np.maximum(updates[rows[by_time]], finish)
+    return updates
