@@ -129,6 +129,35 @@ def test_results_are_reported_and_published_without_rerunning(tmp_path: Path) ->
     assert json.loads(as_json.stdout)["summary"]["analytic"]["worst_scenario"] == "b"
 
 
+def test_repredict_rewrites_predictions_of_an_earlier_run(tmp_path: Path) -> None:
+    from tests.validate.helpers import MINIMAL, write
+    from tests.validate.test_repredict import finished_run
+
+    m = write(tmp_path, MINIMAL)
+    out = finished_run(tmp_path, m)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    result = runner.invoke(app, ["validate", "--results", str(out), "--matrix", str(m),
+                                 "--repredict", "--publish", str(docs)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["scenarios"][0]["predicted"]["analytic"]["iteration_time_s"] != 9.0
+    assert "repredicted" in data and (docs / "validation.md").exists()
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--repredict", "--matrix", "m.yaml"], ["--repredict", "--results"]),
+    (["--repredict", "--results", "RUN"], ["--repredict", "--matrix"]),
+])
+def test_repredict_needs_results_and_matrix(tmp_path: Path, args: list[str],
+                                            needles: list[str]) -> None:
+    _fake_results(tmp_path / "run")
+    args = [str(tmp_path / "run") if a == "RUN" else a for a in args]
+    before = (tmp_path / "run" / "results.json").read_text()
+    assert_one_line_error(invoke(*args), *needles)
+    assert (tmp_path / "run" / "results.json").read_text() == before
+
+
 # ----------------------------------------------------------------------------- --published
 
 PUBLISHED = ROOT / "scenarios" / "published.yaml"
@@ -221,3 +250,13 @@ def test_smoke_matrix_end_to_end(tmp_path: Path) -> None:
     assert again.exit_code == 0, again.output
     assert "kept from the earlier run" in again.stderr
     assert json.loads((out / "results.json").read_text())["scenarios"] == rows
+    # --repredict with the same models: the same predictions, the measurements untouched
+    re = runner.invoke(app, ["validate", "--results", str(out), "--matrix", str(SMOKE),
+                             "--repredict"], terminal_width=200)
+    assert re.exit_code == 0, re.output
+    for old, new in zip(rows, json.loads((out / "results.json").read_text())["scenarios"],
+                        strict=True):
+        assert new["measured"] == old["measured"]
+        for method in ("analytic", "simulate"):
+            assert new["predicted"][method]["iteration_time_s"] == pytest.approx(
+                old["predicted"][method]["iteration_time_s"], rel=1e-9)

@@ -68,6 +68,7 @@ def validate(
     rates: Annotated[str, typer.Option(help="link rates given to the predictors: configured (rate × goodput) or probed (each link's probe)")] = "configured",
     publish: Annotated[Path | None, typer.Option(help="also write validation.md, validation.csv and validation.png into this directory (e.g. docs)")] = None,
     results: Annotated[Path | None, typer.Option(help="no runs: report (and --publish) an earlier run's results.json or its directory; with --matrix, the page's texts come from that file")] = None,
+    repredict: Annotated[bool, typer.Option(help="with --results and --matrix: predict the run's scenarios again with today's models (measurements kept) and rewrite its results")] = False,
     dry_run: Annotated[bool, typer.Option(help="check the matrix and list the scenarios; run nothing (no root needed)")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print results.json's content instead of tables")] = False,
 ) -> None:
@@ -86,7 +87,8 @@ def validate(
     if published is not None:
         _published(published, out, only, publish, json_output,
                    {"--matrix": matrix is not None, "--resume": resume, "--dry-run": dry_run,
-                    "--results": results is not None, "--rates": rates != "configured"})
+                    "--results": results is not None, "--rates": rates != "configured",
+                    "--repredict": repredict})
         return
     out = out or Path("validation")
     if results is not None:
@@ -95,11 +97,22 @@ def validate(
                              "--resume or --dry-run")
         run = api.load_results(results)
         title = description = findings = None
-        if matrix is not None:  # only for the page's title, description and findings
+        if matrix is not None:  # the page's title, description and findings
             matrix_file = api.load_matrix(matrix)
             title, description = matrix_file.title, matrix_file.description
             findings = matrix_file.findings
+        if repredict:
+            if matrix is None:
+                raise InputError("--repredict", "needs the matrix the run was made from",
+                                 "add --matrix scenarios/dev_matrix.yaml")
+            if publish is not None:
+                check_writable(publish / "validation.md", "--publish")
+            earlier = run
+            run = _with_progress(lambda progress: api.repredict(earlier, matrix, progress))
     else:
+        if repredict:
+            raise InputError("--repredict", "re-predicts an earlier run",
+                             "add --results DIR (the run's --out directory)")
         if matrix is None:
             raise InputError("--matrix", "is required", "e.g. --matrix scenarios/dev_matrix.yaml")
         names = _names(only)

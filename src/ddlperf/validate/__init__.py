@@ -74,6 +74,7 @@ from ddlperf.validate.results import (
     machine_info,
     write_results,
 )
+from ddlperf.validate.repredict import repredict
 from ddlperf.validate.run import RATES, run_scenario, validate
 
 __all__ = [
@@ -107,6 +108,7 @@ __all__ = [
     "probed_cluster",
     "profile_real",
     "quota_speeds",
+    "repredict",
     "run_published",
     "run_scenario",
     "summarize",

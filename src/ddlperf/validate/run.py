@@ -47,7 +47,7 @@ def _fresh_dir(directory: Path) -> None:
         (directory / name).unlink(missing_ok=True)
 
 
-def _simulate_options(plan: Plan, workload: Workload) -> dict[str, Any]:
+def simulate_options(plan: Plan, workload: Workload) -> dict[str, Any]:
     options: dict[str, Any] = {"iterations": plan.iterations, "warmup": plan.warmup, "seed": 0}
     noisy = any(layer.forward_cv > 0 or layer.backward_cv > 0 for layer in workload.layers)
     if noisy:
@@ -116,7 +116,7 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
     t0 = time.monotonic()
     predictions: dict[str, Prediction] = {}
     for method in METHODS:
-        options = _simulate_options(plan, workload) if method == "simulate" else {}
+        options = simulate_options(plan, workload) if method == "simulate" else {}
         p = predict(workload=workload, cluster=predict_cluster, strategy=plan.strategy,
                     method=method, **options)
         predictions[method] = p
