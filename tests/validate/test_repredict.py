@@ -19,8 +19,8 @@ from ddlperf.validate import (
     repredict,
     summarize,
 )
-from tests.validate.helpers import MINIMAL, fake, write
 from ddlperf.validate.compare import compare
+from tests.validate.helpers import MINIMAL, fake, write
 
 
 def finished_run(tmp_path: Path, matrix: Path) -> Path:

@@ -66,6 +66,7 @@ from ddlperf.validate.published import (
     write_published,
 )
 from ddlperf.validate.published_file import PublishedFile, load_published
+from ddlperf.validate.repredict import repredict
 from ddlperf.validate.results import (
     RESULTS_FORMAT,
     ValidationRun,
@@ -74,7 +75,6 @@ from ddlperf.validate.results import (
     machine_info,
     write_results,
 )
-from ddlperf.validate.repredict import repredict
 from ddlperf.validate.run import RATES, run_scenario, validate
 
 __all__ = [
