@@ -158,7 +158,9 @@ def test_bad_server_flags(kwargs, match):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [({"sync": "asp", "local_aggregation": True}, "--local-aggregation: .* --sync bsp"),
-     ({"arch": "allreduce", "allreduce": "tree"}, "--allreduce")],
+     ({"arch": "allreduce", "allreduce": "tree"}, "--allreduce"),
+     ({"sync": "asp", "step_barrier": True}, "--step-barrier: .* BSP parameter server"),
+     ({"sync": "ssp", "staleness": 2, "step_barrier": True}, "--step-barrier")],
 )
 def test_incoherent_server_strategy(kwargs, match):
     with pytest.raises(InputError, match=match):
@@ -169,6 +171,7 @@ def test_incoherent_server_strategy(kwargs, match):
     ({"sync": "bsp", "staleness": 2}, "staleness", None),
     ({"allreduce": "hierarchical"}, "allreduce", "ring"),
     ({"arch": "allreduce", "local_aggregation": True}, "local_aggregation", False),
+    ({"arch": "allreduce", "step_barrier": True}, "step_barrier", False),
 ])
 def test_options_that_do_not_apply_are_dropped_not_refused(kwargs, attr, value):
     """They do not change the scenario; predict says so in a note (ignored_flags)."""
@@ -179,3 +182,5 @@ def test_server_strategy_defaults():
     s = make_strategy()
     assert (s.allreduce, s.local_aggregation) == ("ring", False)
     assert make_strategy(sync="ssp", staleness=0, local_aggregation=True).local_aggregation
+    assert not s.step_barrier
+    assert make_strategy(sync="ssp", staleness=0, step_barrier=True).step_barrier  # SSP(0) is BSP

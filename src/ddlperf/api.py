@@ -30,6 +30,7 @@ FLAGS = {
     "placement": "--placement", "count": "--workers", "gpus": "--gpus-per-node",
     "intra": "--intra", "nics": "--nics", "allreduce": "--allreduce",
     "local_aggregation": "--local-aggregation", "transport": "--transport",
+    "step_barrier": "--step-barrier",
 }
 
 
@@ -332,6 +333,7 @@ def make_strategy(
     bucket_size: str | float | None = None,
     allreduce: str = "ring",
     local_aggregation: bool = False,
+    step_barrier: bool = False,
 ) -> Strategy:
     """A Strategy with one-line errors for incoherent combinations.
 
@@ -342,7 +344,8 @@ def make_strategy(
     data: dict[str, Any] = {
         "arch": arch, "sync": sync, "sharding": sharding, "overlap": overlap,
         "allreduce": allreduce if arch == "allreduce" else "ring",
-        "local_aggregation": local_aggregation and arch == "ps"}
+        "local_aggregation": local_aggregation and arch == "ps",
+        "step_barrier": step_barrier and arch == "ps"}
     if staleness is not None and sync == "ssp":
         data["staleness"] = staleness
     if bucket_size is not None:
@@ -367,8 +370,8 @@ def ignored_flags(arch: str, sync: str, method: str | None = None,
     """A note for each given flag that has no effect on this scenario (never an error).
 
     ``given`` holds flag values (``None`` = not given): ``placement``, ``sharding``,
-    ``bucket_size``, ``staleness``, ``allreduce``, ``local_aggregation`` and the simulate
-    options.
+    ``bucket_size``, ``staleness``, ``allreduce``, ``local_aggregation``, ``step_barrier`` and
+    the simulate options.
     """
     def flag(name: str) -> str:
         return "--" + name.replace("_", "-")
@@ -380,6 +383,8 @@ def ignored_flags(arch: str, sync: str, method: str | None = None,
         if given.get("local_aggregation"):
             notes.append("--local-aggregation applies to --arch ps only (all-reduce: see "
                          "--allreduce hierarchical): ignored")
+        if given.get("step_barrier"):
+            notes.append("--step-barrier applies to --arch ps only: ignored")
     else:
         notes += [f"{flag(k)} applies to --arch allreduce only: ignored"
                   for k in ("bucket_size", "allreduce")
@@ -419,6 +424,7 @@ def scenario(
     rack_uplink: str | float | None = None,
     allreduce: str | None = None,
     local_aggregation: bool | None = None,
+    step_barrier: bool | None = None,
     transport: str | None = None,
     dtype: str | None = None,
     math: str | None = None,
@@ -432,7 +438,8 @@ def scenario(
     if strategy is None:
         strategy = make_strategy(arch or "ps", sync or "bsp", staleness,
                                  sharding or "round_robin", True if overlap is None else overlap,
-                                 bucket_size, allreduce or "ring", bool(local_aggregation))
+                                 bucket_size, allreduce or "ring", bool(local_aggregation),
+                                 bool(step_barrier))
     the_cluster = make_cluster(cluster, workers, ps, bandwidth, latency, goodput, placement,
                                strategy.arch, gpus_per_node=gpus_per_node, intra=intra,
                                nics=nics, rack_size=rack_size, rack_uplink=rack_uplink,
@@ -466,7 +473,8 @@ def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any
     notes = ignored_flags(sc.strategy.arch, sc.strategy.sync, method,
                           **{k: kwargs.get(k) for k in ("placement", "sharding", "bucket_size",
                                                          "staleness", "allreduce",
-                                                         "local_aggregation")},
+                                                         "local_aggregation",
+                                                         "step_barrier")},
                           **simulate_options)
     if method == "simulate":
         from ddlperf.predictors.simulate import predict_simulate

@@ -8,6 +8,12 @@ from iteration c − 1 is. The shard then sends it the tensor with every update 
 BSP is s = 0 (the N gradients averaged into one update); ASP is s = ∞ (own gradient only). In
 steady state every worker runs at the slowest one's rate, the faster ones s iterations ahead
 and held by the bound.
+
+BSP with a step barrier (``step_barrier``): no pull of iteration c + 1 starts before every
+shard has applied every update of iteration c, as in TensorFlow 1.x's synchronous PS (one
+``session.run`` per step, ended by SyncReplicasOptimizer's token queue or tf_cnn_benchmarks'
+sync-queue barrier). Without it each tensor's pull follows its own update, so the pulls of
+the next iteration overlap the last pushes (docs/models.md).
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ class Strategy(BaseModel):
         default="ring", description="flat ring over all GPUs, or hierarchical on servers")
     local_aggregation: bool = Field(
         default=False, description="PS: sum a server's gradients over its fabric, push once")
+    step_barrier: bool = Field(
+        default=False, description="BSP PS: the next iteration's pulls wait for every update")
 
     @field_validator("bucket_bytes", mode="before")
     @classmethod
@@ -74,6 +82,10 @@ class Strategy(BaseModel):
                 raise InputError("--local-aggregation",
                                  f"sums a server's gradients in step, so it needs --sync bsp "
                                  f"(got {self.sync})", "use --sync bsp or drop it")
+        if self.step_barrier and (self.arch != "ps" or self.effective_sync != "bsp"):
+            raise InputError("--step-barrier", "applies to a BSP parameter server only "
+                             f"(got --arch {self.arch} --sync {self.sync})",
+                             "use --arch ps --sync bsp or drop --step-barrier")
         return self
 
     @property

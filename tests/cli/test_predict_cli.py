@@ -235,6 +235,7 @@ def test_plausible_values_do_not_warn():
     (["--arch", "allreduce", "--sharding", "greedy"], "--sharding does not apply to all-reduce"),
     (["--arch", "allreduce", "--placement", "colocated"], "--placement does not apply"),
     (["--arch", "allreduce", "--local-aggregation"], "--local-aggregation applies to --arch ps"),
+    (["--arch", "allreduce", "--step-barrier"], "--step-barrier applies to --arch ps only"),
     (["--allreduce", "hierarchical"], "--allreduce applies to --arch allreduce only"),
     (["--bucket-size", "10MB"], "--bucket-size applies to --arch allreduce only"),
     (["--iterations", "5"], "--iterations applies to --method simulate only"),

@@ -72,7 +72,8 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
         return None
     return (
         id(sc.workload), sc.workload.name, strategy.arch, strategy.sync, strategy.staleness,
-        strategy.sharding, strategy.overlap, strategy.bucket_bytes, len(sc.shards),
+        strategy.sharding, strategy.overlap, strategy.step_barrier, strategy.bucket_bytes,
+        len(sc.shards),
         len(sc.tensor_bytes), id(sc.placement), g.device, g.batch_size, id(g.forward),
         id(g.backward), id(g.ready_offset), g.unattributed_s, g.update_s_per_byte,
         g.forward_s, g.backward_s, g.compute_s,
@@ -265,7 +266,7 @@ def _bsp_period(sc: Scenario, lay: _Layout, p: _Points) -> np.ndarray:
     updates, ends = _bsp_pass(sc, lay, p, links, np.zeros((len(sc.tensor_bytes), points)),
                               np.full(points, -np.inf), first=True)
     period = np.maximum(updates.max(axis=0), ends)
-    if sc.strategy.overlap:
+    if sc.strategy.overlap and not sc.strategy.step_barrier:
         active = np.arange(points)
         sub_p, sub_links = p, links
         for _ in range(MAX_PASSES - 1):

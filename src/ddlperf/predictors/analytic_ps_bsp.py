@@ -95,14 +95,15 @@ def ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     With overlap, a tensor's pull starts as soon as the shard has applied its update, so the
     pulls of one iteration overlap the pushes of the last tensors (PS uplinks and downlinks
     are independent directions). Starting from "all pulls at once", each pass feeds the update
-    times of the last pass back as pull releases; the period converges in a few passes.
+    times of the last pass back as pull releases; the period converges in a few passes. With a
+    step barrier the first pass is the iteration: every pull starts once every update is done.
     """
     layout = ps_layout(sc)
     senders = _ps_senders(sc)
     zeros = np.zeros(len(sc.tensor_bytes))
     updates, ends = _bsp_pass(sc, layout, senders, zeros, [-np.inf] * len(sc.groups))
     period = max(float(updates.max()), *ends)
-    if sc.strategy.overlap:
+    if sc.strategy.overlap and not sc.strategy.step_barrier:
         for _ in range(MAX_PASSES - 1):
             updates, ends = _bsp_pass(sc, layout, senders, updates - period,
                                       [end - period for end in ends])

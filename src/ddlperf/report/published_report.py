@@ -43,6 +43,8 @@ def setup_line(row: dict[str, Any]) -> str:
         ps = f"PS×{s.get('ps')} {s.get('placement') or 'dedicated'}"
         if s.get("local_aggregation"):
             ps += ", local aggregation"
+        if s.get("step_barrier"):
+            ps += ", step barrier"
         parts.append(ps)
     else:
         parts.append(f"{s.get('allreduce', 'ring')} all-reduce")

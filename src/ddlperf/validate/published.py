@@ -106,7 +106,7 @@ def predict_entry(file: PublishedFile, entry: Entry, method: str,
     s = setup.strategy
     assert s is not None
     strategy = make_strategy(s.arch, s.sync, s.staleness, s.sharding, s.overlap, s.bucket_size,
-                             s.allreduce, s.local_aggregation)
+                             s.allreduce, s.local_aggregation, s.step_barrier)
     return predict(entry.model, cluster=entry_cluster(file, entry, speed), strategy=strategy,
                    **common)
 
@@ -159,7 +159,8 @@ def describe(file: PublishedFile, entry: Entry) -> dict[str, Any]:
     return {**base, "arch": s.arch, "sync": s.sync, "sharding": s.sharding,
             "ps": entry.ps if s.arch == "ps" else 0,
             "placement": (cluster.get("ps") or {}).get("placement"),
-            "local_aggregation": s.local_aggregation, "allreduce": s.allreduce,
+            "local_aggregation": s.local_aggregation, "step_barrier": s.step_barrier,
+            "allreduce": s.allreduce,
             "gpus_per_server": entry.gpus or group.get("gpus", 1),
             "intra": group.get("intra"), "nics": group.get("nics", 1),
             "bandwidth_bps": parse_bandwidth(cluster.get("bandwidth", "10Gbps"), "bandwidth"),

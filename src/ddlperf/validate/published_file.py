@@ -41,6 +41,7 @@ class SetupStrategy(BaseModel):
     bucket_size: str | float | None = None
     allreduce: Literal["ring", "hierarchical"] = "ring"
     local_aggregation: bool = False
+    step_barrier: bool = False
 
 
 class Setup(BaseModel):

@@ -114,6 +114,47 @@ def test_bsp_agrees_with_analytic_without_overlap(workload, kw):
     assert s.bottleneck == a.bottleneck
 
 
+def _barrier_cases():
+    small = make_workload([(0.01, 0.02, [4_000_000]), (0.005, 0.01, [2_000_000, 1_000]),
+                           (0.02, 0.03, [8_000_000])], update_s_per_byte=1e-10)
+    return [
+        pytest.param(small, dict(workers=4, ps=1, bandwidth="1Gbps"), id="small-1ps"),
+        pytest.param(small, dict(workers=6, ps=3, sharding="even"), id="small-even"),
+        pytest.param(small, dict(workers=4, ps=2, bandwidth="1Gbps", transport="20MB/s"),
+                     id="small-capped"),
+        pytest.param("resnet18", dict(workers=8, ps=2), id="resnet18-rr"),
+    ]
+
+
+@pytest.mark.parametrize(("workload", "kw"), _barrier_cases())
+def test_step_barrier_agrees_with_analytic_exactly(workload, kw):
+    # Identical workers, dedicated shards: after the barrier every pull leaves at once, in
+    # gradient order on each connection — the FIFOs of the analytic model's one pass.
+    if isinstance(workload, str):
+        workload = zoo.load(workload, batch_size=32, device="V100")
+    a, s = both(workload, step_barrier=True, **kw)
+    assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=1e-9)
+    assert s.bottleneck == a.bottleneck
+    free = predict(workload=workload, **kw)
+    # the barrier only takes overlap away: never faster than pulls that follow each update
+    assert a.iteration_time_s >= free.iteration_time_s * (1 - 1e-12)
+
+
+def test_step_barrier_holds_pulls_until_the_last_update():
+    # Two layers, one tensor each (gradient order: layer 1's first). Without the barrier
+    # layer 1's pull runs behind layer 0's backward and push; with it, both pulls start after
+    # the last update, layer 1's first, so forward waits for the whole transfer.
+    w = make_workload([(0.001, 0.002, [1_000_000]), (0.001, 0.002, [1_000_000])])
+    kw = dict(workers=2, ps=1, bandwidth="1Gbps", latency=0)
+    barrier = sim(w, step_barrier=True, **kw)
+    pull = push = 2 * 1e6 / B_1G  # one 1 MB tensor to (from) 2 workers through the shard
+    # pulls: both tensors back to back; forward 2 × 1 ms; backward of layer 1 (2 ms); its push
+    # hides layer 0's backward (2 ms) and layer 0's push queues behind it on the shard's link
+    expected = 2 * pull + 0.002 + 0.002 + push + push
+    assert barrier.iteration_time_s == pytest.approx(expected, rel=1e-9)
+    assert sim(w, **kw).iteration_time_s < barrier.iteration_time_s
+
+
 def test_colocated_shard_updates_on_the_host_cpu_not_its_worker_stream():
     # ASP, the only shard on w0, 10 ms per update: w0 computes 30 ms and waits only for its own
     # update (its parameters stay local) — 40 ms; the others' updates run on the host's CPU

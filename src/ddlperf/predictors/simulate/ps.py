@@ -14,7 +14,8 @@ Dependencies (overlap on, WFBP):
 Overlap off: the worker pushes everything when backward ends, and pulls everything (forward
 order) once every update of the iteration is done (BSP) or once its own are (ASP/SSP); forward
 starts when all parameters are back. That is the schedule the analytic BSP model describes, which
-is why the two agree there.
+is why the two agree there. A step barrier (BSP, overlap on) holds every pull until every update
+of the iteration is done, then sends them in gradient order; forward still starts layer by layer.
 
 SSP(s): the shard's read rule of :mod:`.ssp` (Ho et al. 2013, per tensor): the pull of a
 tensor's version c to a worker waits until every worker's gradients of it up to iteration
@@ -95,6 +96,7 @@ class PSModel:
         self.sync = sc.strategy.effective_sync
         self.staleness = sc.strategy.staleness or 0
         self.overlap = sc.strategy.overlap
+        self.barrier = sc.strategy.step_barrier  # BSP: pulls wait for every update
         alpha = sc.latency_s
         placement = sc.placement
         self.n_tensors = n_tensors = len(sc.tensor_bytes)
@@ -112,6 +114,7 @@ class PSModel:
             self.layer_tensors[self.tensor_layer[j]].append(j)
         self.total_parts = sum(self.layer_parts)
         self.forward_tensors = [int(j) for j in forward_order(sc)]
+        self.gradient_tensors = list(range(n_tensors))
         self.shard_update = [s.update_s_per_byte for s in sc.shards]
         self.log = log
 
@@ -283,7 +286,7 @@ class PSModel:
         if now > self.warm_at:
             self.update_busy[k] += min(duration, now - self.warm_at)
         if u < 0:  # BSP: every worker gets the new value
-            if self.overlap:
+            if self.overlap and not self.barrier:
                 for v in range(len(self.units)):
                     self._send_pull(j, k, v, t)
             else:
@@ -301,8 +304,10 @@ class PSModel:
                 self._may_read_all(u, t)
 
     def _pull_all(self, u: int, t: int) -> None:
-        """Every part this worker needs, in forward order (overlap off)."""
-        for j in self.forward_tensors:
+        """Every part this worker needs: in forward order with overlap off (forward waits for
+        all of them), in the order the shards applied them (gradient order) after a step
+        barrier, as the analytic model's FIFOs have it."""
+        for j in (self.gradient_tensors if self.barrier else self.forward_tensors):
             for k, _ in self.parts[j]:
                 self._send_pull(j, k, u, t)
 
