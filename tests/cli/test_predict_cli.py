@@ -246,3 +246,20 @@ def test_a_flag_that_does_not_apply_is_a_note_not_an_error(args, needle):
     assert needle in " ".join(result.stdout.split())
     data = json.loads(invoke("predict", "--workers", "4", *args, "--json").stdout)
     assert any(needle in note for note in data["notes"])
+
+
+def test_step_barrier_is_shown_and_slows_an_overlapped_bsp_ps():
+    free = json.loads(invoke("predict", "--workers", "4", "--json").stdout)
+    result = invoke("predict", "--workers", "4", "--step-barrier")
+    assert result.exit_code == 0, result.output
+    assert "step barrier" in result.stdout
+    held = json.loads(invoke("predict", "--workers", "4", "--step-barrier", "--json").stdout)
+    assert held["inputs"]["strategy"]["step_barrier"] is True
+    assert held["iteration_time_s"] > free["iteration_time_s"]
+
+
+def test_step_barrier_refuses_asynchronous_training():
+    result = invoke("predict", "--sync", "asp", "--step-barrier")
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith("error: --step-barrier:")
+    assert "Traceback" not in result.output

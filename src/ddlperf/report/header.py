@@ -88,6 +88,8 @@ def _strategy_text(p: Prediction) -> str:
                  + (" (local aggregation)" if s.get("local_aggregation") else "")]
     sync = s.get("sync", "bsp")
     parts.append(f"SSP s={s.get('staleness')}" if sync == "ssp" else sync.upper())
+    if s.get("step_barrier"):
+        parts.append("step barrier")
     parts.append(f"overlap {'on' if s.get('overlap', True) else 'off'}")
     return " · ".join(parts)
 
