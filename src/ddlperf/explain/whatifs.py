@@ -92,7 +92,8 @@ def candidates(sc: Scenario, base: Prediction, kwargs: dict[str, Any]) -> list[W
     if ps:
         add("allreduce", "ring all-reduce instead of the parameter server",
             {"arch": "allreduce", "ps": 0, "sync": "bsp", "staleness": None,
-             "sharding": "round_robin", "placement": None, "local_aggregation": False},
+             "sharding": "round_robin", "placement": None, "local_aggregation": False,
+             "step_barrier": False},
             "--arch allreduce")
     else:
         servers = cluster.server_count
@@ -130,10 +131,12 @@ def candidates(sc: Scenario, base: Prediction, kwargs: dict[str, Any]) -> list[W
     if ps:
         if strategy.effective_sync == "bsp":
             add("asp", "ASP instead of BSP", {"sync": "asp", "staleness": None,
-                                              "local_aggregation": False},
+                                              "local_aggregation": False,
+                                              "step_barrier": False},
                 "--sync asp", convergence=True)
             add("ssp", f"SSP (s={SSP_STALENESS}) instead of BSP",
-                {"sync": "ssp", "staleness": SSP_STALENESS, "local_aggregation": False},
+                {"sync": "ssp", "staleness": SSP_STALENESS, "local_aggregation": False,
+                 "step_barrier": False},
                 f"--sync ssp --staleness {SSP_STALENESS}", convergence=True)
         else:
             add("bsp", f"BSP instead of {strategy.sync.upper()}",
