@@ -10,9 +10,10 @@ A bucket of S bytes is 2(N−1) ring steps; in each, every worker i sends S/N by
 i+1 over (uplink_i, downlink_{i+1}) and the step ends when all have arrived (plus α). Symmetry,
 both exact:
 
-* *edges*: edges (i → i+1) whose sender and receiver belong to the same pair of units are
-  identical, so they are one flow of weight = number of edges over links with that many copies
-  (a ring of 1024 identical workers is one flow per step);
+* *edges*: edges (i → i+1) whose sender and receiver belong to the same pair of worker groups
+  are identical (same link capacities, each link carrying only its own edge), so they are one
+  flow of weight = number of edges over links with that many copies (a ring of 1024 workers
+  of one group is one flow per step, with or without compute jitter);
 * *steps*: a link of the ring carries nothing but its own edge, one step after the other, so an
   edge's rate never changes during a bucket and its 2(N−1) steps take 2(N−1)·(α + S/(N·rate)).
   The default runs each edge's steps as one flow of 2(N−1)·S/N bytes with latency 2(N−1)·α;
@@ -33,7 +34,7 @@ from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.ring_paths import EdgeClass, ring_edges
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import Unit
-from ddlperf.predictors.simulate.worker import Worker, unit_operations
+from ddlperf.predictors.simulate.worker import BWD, Worker, unit_operations
 from ddlperf.scenario import Scenario
 
 
@@ -44,29 +45,42 @@ class RingWorker(Worker):
 
     def setup(self, model: RingModel) -> None:
         self.model = model
-        self.bucket_missing = list(model.bucket_tensors)
 
     def can_start(self, t: int) -> bool:
         return t <= self.model.reduced + 1
 
-    def forward_done(self, t: int) -> None:
-        self.bucket_missing = list(self.model.bucket_tensors)
+    def quiet_end(self, kind: int, layer: int) -> bool:
+        # Others only see a backward that completes a bucket (the ring may start it).
+        return not (kind == BWD and self.model.overlap and layer in self.model.closed_by)
 
     def gradients_ready(self, layer: int, t: int) -> None:
         model = self.model
-        if not model.overlap:
-            return
-        missing = self.bucket_missing
-        for j in model.layer_tensors[layer]:
-            b = model.bucket_of[j]
-            missing[b] -= 1
-            if missing[b] == 0:
+        if model.overlap:
+            for b in model.closed_by.get(layer, ()):
                 model.bucket_ready(b)
 
     def backward_done(self, t: int) -> None:
         if not self.model.overlap:
             for b in range(len(self.model.bucket_bytes)):
                 self.model.bucket_ready(b)
+
+
+def closing_layers(layer_tensors: list[list[int]], bucket_of: list[int],
+                   bucket_tensors: list[int]) -> dict[int, list[int]]:
+    """Layer → buckets whose last gradient its backward produces, in the order they fill.
+
+    Backward runs layers L−1 … 0 and a layer's tensors in order; a bucket is ready once all its
+    tensors are, so which backward completes it is known before the run.
+    """
+    missing = list(bucket_tensors)
+    closed: dict[int, list[int]] = {}
+    for layer in range(len(layer_tensors) - 1, -1, -1):
+        for j in layer_tensors[layer]:
+            b = bucket_of[j]
+            missing[b] -= 1
+            if missing[b] == 0:
+                closed.setdefault(layer, []).append(b)
+    return closed
 
 
 class RingModel:
@@ -101,6 +115,7 @@ class RingModel:
         self.layer_tensors: list[list[int]] = [[] for _ in sc.workload.layers]
         for j, layer in enumerate(sc.tensor_layer):
             self.layer_tensors[int(layer)].append(j)
+        self.closed_by = closing_layers(self.layer_tensors, self.bucket_of, self.bucket_tensors)
         total = float(sc.tensor_bytes.sum())
 
         self.workers: list[RingWorker] = []

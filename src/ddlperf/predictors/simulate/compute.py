@@ -46,6 +46,26 @@ class Processor:
         self._started = self._engine.now
         self._engine.schedule(duration, self._finish, done, args, label, iteration)
 
+    def run_chain(self, end: float, done: Callable[[], Any],
+                  records: list[OpRecord] | None) -> None:
+        """Run several back-to-back operations as one busy period ending at absolute ``end``.
+
+        Only for a stream that nobody else submits to (a worker's own device): nothing could
+        queue between the operations, so one event at the end is exact. ``records`` (their
+        trace records, computed by the caller) go to the log when the chain ends.
+        """
+        self.busy = True
+        self._started = self._engine.now
+        self._engine.at(end, self._finish_chain, done, records)
+
+    def _finish_chain(self, done: Callable[[], Any], records: list[OpRecord] | None) -> None:
+        if self.log is not None and records:
+            self.log.extend(records)
+        self.busy = False
+        if self._queue:
+            self._run(*self._queue.popleft())
+        done()
+
     def _finish(self, done: Callable[..., Any], args: tuple[Any, ...], label: str,
                 iteration: int) -> None:
         if self.log is not None:

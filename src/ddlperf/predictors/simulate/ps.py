@@ -41,7 +41,7 @@ from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.ssp import StalenessGate
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import Unit
-from ddlperf.predictors.simulate.worker import Worker, unit_operations
+from ddlperf.predictors.simulate.worker import BWD, Worker, unit_operations
 from ddlperf.predictors.timeline import forward_order
 from ddlperf.scenario import Scenario
 
@@ -63,6 +63,10 @@ class PSWorker(Worker):
         if self.model.overlap:
             return self.missing[layer] == 0
         return self.missing_total == 0
+
+    def quiet_end(self, kind: int, layer: int) -> bool:
+        # Others only see a backward that pushes gradients (overlap on, layer with tensors).
+        return kind != BWD or not self.model.overlap or not self.model.layer_tensors[layer]
 
     def forward_done(self, t: int) -> None:
         # Parameters for iteration t + 1 can only come after this iteration's pushes.

@@ -6,8 +6,10 @@ g of server s → GPU g of server s+1 (one ring per GPU index). An edge inside a
 the sender's and receiver's fabric links; an edge between servers also the two servers' NICs
 and, between racks, the two racks' links.
 
-Edges whose sender and receiver lie in the same pair of units and that cross the same kind of
-path are identical: one class, simulated as one flow of weight = their number. Each class gets
+Edges whose sender and receiver lie in the same pair of worker groups and that cross the same
+kind of path are identical: one class, simulated as one flow of weight = their number (units
+that split a group only to give each worker its own compute noise do not split its edges: the
+network cannot tell them apart). Each class gets
 its own links (``copies`` = its edges), which is exact because in every phase each physical
 link carries only edges of one class at a time, all at the same rate: a fabric link one edge,
 a NIC direction or rack link one edge in the flat ring and the G edges of its server across
@@ -67,7 +69,7 @@ def ring_edges(units: list[Unit], racks: RackPlan | None = None,
     servers = sorted(first_worker)
     position = {server: i for i, server in enumerate(servers)}
     names = [name for unit in units for name in unit.names]
-    classes: dict[tuple[int, int, str], EdgeClass] = {}
+    classes: dict[tuple[int, int, str], EdgeClass] = {}  # by (sender group, receiver group)
     for w in range(n):
         dst = _next(w, phase, n, units[unit_of[w]], server_of, first_worker, servers, position)
         if dst is None or dst == w:
@@ -79,10 +81,10 @@ def ring_edges(units: list[Unit], racks: RackPlan | None = None,
             kind = "rack"
         else:
             kind = "nic"
-        key = (unit_of[w], unit_of[dst], kind)
+        src_unit, dst_unit = units[unit_of[w]], units[unit_of[dst]]
+        key = (id(src_unit.group), id(dst_unit.group), kind)
         edge = classes.get(key)
         if edge is None:
-            src_unit, dst_unit = units[key[0]], units[key[1]]
             share = src_unit.group.gpus if phase == "across" else 1
             edge = classes[key] = EdgeClass(src_unit, dst_unit, kind)
             edge.hops = _hops(src_unit, dst_unit, kind, racks, share)

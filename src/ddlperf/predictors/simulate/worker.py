@@ -15,6 +15,10 @@ layer, ``backward_done``. When a gate is closed the chain simply stops; the mode
 
 from __future__ import annotations
 
+from functools import reduce
+from itertools import accumulate, islice
+from operator import add
+
 import numpy as np
 
 from ddlperf.predictors.simulate.compute import Processor
@@ -84,6 +88,10 @@ class Worker:
         self._begun = False  # iteration ``t`` has passed its start gate
         self._times: list[float] = []
         self._compute = 0.0
+        self._until = 0  # last operation of the running chain
+        self._stop: list[int] | None = None  # per op: where its chain ends (set on first use)
+        # Forward gates exist only where a model overrides layer_ready.
+        self._gated = type(self).layer_ready is not Worker.layer_ready
         self._last_forward = max((k for k, (kind, _) in enumerate(ops) if kind == FWD),
                                  default=-1)
 
@@ -126,34 +134,86 @@ class Worker:
             self._blocked_at = None
             self._begun = True
             self._times = self.durations.draw()
-            self._compute = 0.0
+            self._compute = reduce(add, self._times, 0.0)  # the order the ops run in
             self.recorder.iteration_started(self.unit.index, t, gate)
-        kind, layer = self.ops[i]
+        ops = self.ops
+        kind, layer = ops[i]
         if kind == FWD and not self.layer_ready(layer):
             return
         self.running = True
-        duration = self._times[i]
-        self._compute += duration
-        self.processor.submit(duration, self._done, (), self.labels[i], t)
+        stop = self._stop
+        if stop is None:
+            stop = self._stop = self._chain_stops()
+        j = stop[i]
+        if j > i and self._gated:
+            # Gates only open during an iteration: open now means open when the op starts.
+            k = i
+            while k < j:
+                kind, layer = ops[k + 1]
+                if kind == FWD and not self.layer_ready(layer):
+                    break
+                k += 1
+            j = k
+        self._until = j
+        times = self._times
+        if j == i:
+            self.processor.submit(times[i], self._done, (), self.labels[i], t)
+            return
+        # A chain of operations as one busy period: the same sums as one event per op.
+        now = self.engine.now
+        if self.processor.log is None:
+            self.processor.run_chain(reduce(add, islice(times, i, j + 1), now), self._done, None)
+            return
+        ends = list(accumulate(islice(times, i, j + 1), initial=now))
+        labels = self.labels
+        records = [(labels[k], ends[k - i], ends[k - i + 1], t) for k in range(i, j + 1)]
+        self.processor.run_chain(ends[-1], self._done, records)
+
+    def _chain_stops(self) -> list[int]:
+        """Per operation ``i``: the first operation ``j >= i`` whose end others may see.
+
+        Operations ``i … j`` can run as one chain (one event, at the end of ``j``) when the
+        ones before ``j`` are quiet (see :meth:`quiet_end`). Never chained: the last operation
+        (the iteration ends there), and a stream shared with a colocated PS shard (its updates
+        queue between our operations).
+        """
+        last = len(self.ops) - 1
+        stops = list(range(last + 1))
+        if self.unit.hosts is not None:
+            return stops
+        for k in range(last - 1, -1, -1):
+            kind, layer = self.ops[k]
+            if self.quiet_end(kind, layer):
+                stops[k] = stops[k + 1]
+        return stops
+
+    def quiet_end(self, kind: int, layer: int) -> bool:
+        """True if nobody needs to see this operation's end when it happens: then it may be
+        chained with the next, and its ``gradients_ready`` is not called (``forward_done``
+        still is, at the end of the chain). Models override; default: every end is seen."""
+        return False
 
     def _done(self) -> None:
+        """Operations ``i`` … ``_until`` ended (one, or a chain of quiet ones)."""
         self.running = False
-        t, i = self.t, self.i
-        kind, layer = self.ops[i]
-        last = i + 1 == len(self.ops)
-        compute = self._compute
+        t, i, j = self.t, self.i, self._until
+        forward = self._last_forward
+        if i <= forward < j:
+            self.forward_done(t)
+        kind, layer = self.ops[j]
+        last = j + 1 == len(self.ops)
         # Advance first: a hook may poke() this worker, which must see the next operation.
         if last:
             self.t, self.i = t + 1, 0
             self._begun = False
         else:
-            self.i = i + 1
-        if i == self._last_forward:
+            self.i = j + 1
+        if j == forward:
             self.forward_done(t)
         elif kind == BWD:
             self.gradients_ready(layer, t)
         if last:
-            self.recorder.iteration_ended(self.unit.index, t, compute)
+            self.recorder.iteration_ended(self.unit.index, t, self._compute)
             self.backward_done(t)
         if not self.running:
             self._next()
@@ -170,17 +230,32 @@ def unit_operations(
     """
     group = unit.group
     layers = sc.workload.layers
+    names = tuple(layer.name for layer in layers)
+    key = (group.forward.tobytes(), group.backward.tobytes(), group.unattributed_s, optimizer_s,
+           jitter, names)
     if jitter is None:
-        fwd_cv = np.array([layer.forward_cv for layer in layers], dtype=float)
-        bwd_cv = np.array([layer.backward_cv for layer in layers], dtype=float)
-        other = 0.0
-    else:
-        fwd_cv = bwd_cv = np.full(len(layers), float(jitter))
-        other = float(jitter)
-    ops, base, cv, labels = iteration_ops(
-        group.forward, group.backward, group.unattributed_s, optimizer_s, fwd_cv, bwd_cv, other,
-        [layer.name for layer in layers])
+        key += (tuple(layer.forward_cv for layer in layers),
+                tuple(layer.backward_cv for layer in layers))
+    made = _OPS_CACHE.get(key)
+    if made is None:
+        if jitter is None:
+            fwd_cv = np.array(key[-2], dtype=float)
+            bwd_cv = np.array(key[-1], dtype=float)
+            other = 0.0
+        else:
+            fwd_cv = bwd_cv = np.full(len(layers), float(jitter))
+            other = float(jitter)
+        made = iteration_ops(group.forward, group.backward, group.unattributed_s, optimizer_s,
+                             fwd_cv, bwd_cv, other, list(names))
+        if len(_OPS_CACHE) >= 64:
+            _OPS_CACHE.clear()
+        _OPS_CACHE[key] = made
+    ops, base, cv, labels = made
     return ops, OpDurations(base, cv, rng), labels
+
+
+#: iteration_ops results by content: the workers of a group (1024 in a big ring) share them
+_OPS_CACHE: dict[tuple, tuple[list[tuple[int, int]], np.ndarray, np.ndarray, list[str]]] = {}
 
 
 def has_jitter(sc: Scenario, jitter: float | None) -> bool:
