@@ -424,3 +424,81 @@ def test_rates_match_dense_reference_and_are_max_min_fair(caps: list[float], dat
             and all(got[j] <= r * (1 + 1e-9) for j, q in enumerate(paths) if i in q)
             for i in p
         )
+
+
+class _CheckedNetwork(Network):
+    """Checks every reallocation against the dense reference over all active flows."""
+
+    checks = 0
+
+    def _reallocate(self) -> None:
+        super()._reallocate()
+        active = [f for f in dict.fromkeys(f for link in self.links for f in link.flows)]
+        if not active:
+            return
+        index = {link: i for i, link in enumerate(self.links)}
+        ref = max_min_rates([[index[link] for link in f.links] for f in active],
+                            [link.capacity for link in self.links],
+                            [f.weight for f in active], [link.copies for link in self.links])
+        np.testing.assert_allclose([f.rate for f in active], ref, rtol=1e-9)
+        for link in self.links:  # the kept loads are what the flows use
+            used = sum(f.weight * f.rate for f in link.flows)
+            assert abs(link._load - used) <= 1e-9 * link.capacity * link.copies
+        _CheckedNetwork.checks += 1
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(_caps, min_size=2, max_size=7), st.data())
+def test_local_reallocation_is_max_min_fair_after_every_change(caps: list[float], data) -> None:
+    # Flows start and end at many different times over shared links; after each change the
+    # local reallocation (or its fallback) must give exactly the dense max-min rates.
+    n_links = len(caps)
+    specs = data.draw(st.lists(st.tuples(
+        st.lists(st.integers(0, n_links - 1), min_size=1, max_size=3, unique=True),
+        st.sampled_from([1.0, 1.0, 2.0, 0.5]),
+        st.integers(1, 400).map(float),
+        st.integers(0, 40).map(lambda t: t / 8)), min_size=1, max_size=14))
+    ends = {}
+    for local in (True, False):
+        eng = Engine()
+        net = _CheckedNetwork(eng, local=local)
+        links = [net.add_link(c, copies=1 + i % 2) for i, c in enumerate(caps)]
+        flows = []
+        for path, w, size, t0 in specs:
+            eng.at(t0, lambda p=path, w=w, s=size, net=net, links=links, flows=flows:
+                   flows.append(net.start(s, [links[i] for i in p], weight=w)))
+        eng.run()
+        ends[local] = [f.end_time for f in flows]
+    np.testing.assert_allclose(ends[True], ends[False], rtol=1e-9)
+
+
+def test_local_reallocation_touches_only_the_changed_links() -> None:
+    # 8 senders into one receiver: a 9th flow on the receiver's link changes the 8 others'
+    # rates and nothing else, so it is settled locally (no fallback).
+    eng = Engine()
+    net = Network(eng, local=True)
+    sink = net.add_link(80.0, "sink")
+    senders = [net.add_link(100.0, f"up{i}") for i in range(9)]
+    flows = [net.start(1e6, [senders[i], sink]) for i in range(8)]
+    eng.run(until=1.0)
+    assert [f.rate for f in flows] == [10.0] * 8
+    extra = net.start(1e6, [senders[8], sink])
+    eng.run(until=2.0)
+    assert [f.rate for f in [*flows, extra]] == pytest.approx([80 / 9] * 9, rel=1e-12)
+    assert net.local_misses == 0
+
+
+def test_local_reallocation_falls_back_when_the_change_spreads() -> None:
+    # L0 = 10 carries a and b, L1 = 8 carries b and c: L1 limits b and c to 4, a gets 6.
+    # d joins L0: a, b, d get 10/3; b slowing down leaves L1 room, so c (not on L0) grows to
+    # 8 − 10/3. The local step only sees L0's flows, finds L1 no longer full, and falls back.
+    eng = Engine()
+    net = Network(eng, local=True)
+    l0, l1 = net.add_link(10.0), net.add_link(8.0)
+    a, b, c = net.start(1e6, [l0]), net.start(1e6, [l0, l1]), net.start(1e6, [l1])
+    eng.run(until=0.5)
+    assert (a.rate, b.rate, c.rate) == (6.0, 4.0, 4.0)
+    d = net.start(1e6, [l0])
+    eng.run(until=1.0)
+    assert [f.rate for f in (a, b, d, c)] == pytest.approx([10 / 3] * 3 + [8 - 10 / 3])
+    assert net.local_misses == 1

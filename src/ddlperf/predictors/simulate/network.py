@@ -61,9 +61,11 @@ class Link:
     """
 
     __slots__ = (
+        "_bn",
         "_busy_acc",
         "_busy_since",
         "_engine",
+        "_load",
         "_n",
         "_rem",
         "_sat_acc",
@@ -95,6 +97,8 @@ class Link:
         self._busy_since: float | None = None
         self._sat_acc = 0.0
         self._sat_since: float | None = None
+        self._load = 0.0  # Σ weight × rate of the active flows (all copies)
+        self._bn: dict[Flow, None] = {}  # active flows whose bottleneck this link is
         self._rem = 0.0  # scratch for progressive filling: capacity left (all copies)
         self._w = 0.0  # scratch: weight of the flows not yet frozen
         self._n = 0  # scratch: number of flows not yet frozen
@@ -136,9 +140,12 @@ class Flow:
     """
 
     __slots__ = (
+        "_bn",
         "_event",
         "_last",
+        "_loc",
         "_mark",
+        "_nb",
         "_new",
         "end_time",
         "follow",
@@ -177,7 +184,10 @@ class Flow:
         self._last = 0.0
         self._event: Handle | None = None
         self._mark = 0  # reallocation stamp (frozen in the current round)
+        self._loc = 0  # reallocation stamp (its rate is being recomputed)
         self._new = 0.0  # scratch: rate from the current reallocation
+        self._bn: Link | None = None  # the link that limits its rate (a bottleneck)
+        self._nb: Link | None = None  # scratch: bottleneck from the current reallocation
 
     @property
     def active(self) -> bool:
@@ -192,17 +202,23 @@ class Flow:
 class Network:
     """Links plus the active flows on them; rates are max-min fair, updated on every change."""
 
-    def __init__(self, engine: Engine, observer: FlowObserver | None = None) -> None:
+    def __init__(self, engine: Engine, observer: FlowObserver | None = None,
+                 local: bool = False) -> None:
         self.engine = engine
+        #: try the local reallocation first (see :meth:`_reallocate`); off: always the whole
+        #: component, which keeps bit-identical ties between identical flows in noiseless runs
+        self.local = local
         self.links: list[Link] = []
         #: called as ``observer(flow, start_time, end_time)`` when a flow completes
         self.observer = observer
         self.flows_completed = 0
         self.reallocations = 0
+        self.local_misses = 0  # reallocations the local step could not settle (see _reallocate)
         self._n_active = 0
         self._dirty: dict[Link, None] = {}  # links whose flow set changed since the last realloc
         self._realloc_pending = False
         self._stamp = 0
+        self._mark = 0
 
     # -- topology -------------------------------------------------------------------------------
 
@@ -288,8 +304,12 @@ class Network:
         now = self.engine.now
         flow._event = None
         flow.remaining = 0.0
+        used = flow.weight * flow.rate
         flow.rate = 0.0
         flow.end_time = now
+        if flow._bn is not None:
+            del flow._bn._bn[flow]
+            flow._bn = None
         self._n_active -= 1
         self.flows_completed += 1
         moved = flow.weight * flow.size
@@ -297,6 +317,7 @@ class Network:
         for link in flow.links:
             flows = link.flows
             del flows[flow]
+            link._load -= used
             link.bytes += moved
             if not flows:
                 link._busy_acc += now - link._busy_since
@@ -333,52 +354,169 @@ class Network:
     # -- allocation -----------------------------------------------------------------------------
 
     def _reallocate(self) -> None:
-        """Progressive filling over the component reachable from the changed links."""
+        """New max-min rates after flows started or ended on the changed ("dirty") links.
+
+        First locally: recompute only the flows on the dirty links, against what the other
+        flows leave of each link, and check the result is max-min fair for the whole network
+        (every flow limited by a saturated link on which no flow is faster, see
+        :meth:`_local_is_fair`). The max-min fair allocation is unique, so a local result that
+        passes is the allocation. When the change reaches further (a flow that speeds up
+        takes capacity another flow was limited by), the whole connected component is
+        recomputed, as always before.
+        """
         self._realloc_pending = False
         self.reallocations += 1
         seeds = self._dirty
         self._dirty = {}
-        engine = self.engine
-        now = engine.now
+        self._stamp = stamp = self._stamp + 1
+        if not self.local:
+            flows, links = self._component(seeds, stamp)
+            if flows:
+                self._fill(links, stamp)
+            self._apply(flows, links)
+            return
+        flows = {}
+        for link in seeds:
+            for flow in link.flows:
+                flows[flow] = None
+        links = {}
+        if flows:
+            for flow in flows:
+                flow._loc = stamp
+                for link in flow.links:
+                    if link not in links:
+                        links[link] = None
+                        link._rem = link._total - link._load
+                        link._w = 0.0
+                        link._n = 0
+            for flow in flows:
+                w = flow.weight
+                used = w * flow.rate
+                for link in flow.links:
+                    link._rem += used
+                    link._w += w
+                    link._n += 1
+            self._fill(links, stamp)
+            if not self._local_is_fair(flows, seeds, stamp):
+                self.local_misses += 1
+                flows, links = self._component(seeds, stamp)
+                self._fill(links, stamp)
+        for link in seeds:
+            if link not in links:
+                links[link] = None  # emptied: nothing to allocate, but saturation to close
+                link._rem = link._total
+        self._apply(flows, links)
 
-        # Collect the connected component (dicts as ordered sets keep this deterministic).
-        comp_links: dict[Link, None] = dict(seeds)
-        comp_flows: dict[Flow, None] = {}
+    def _component(self, seeds: dict[Link, None],
+                   stamp: int) -> tuple[dict[Flow, None], dict[Link, None]]:
+        """Links and flows reachable from ``seeds``, set up for a fill from scratch."""
+        links: dict[Link, None] = dict(seeds)
+        flows: dict[Flow, None] = {}
         stack = [link for link in seeds if link.flows]
         while stack:
             for flow in stack.pop().flows:
-                if flow not in comp_flows:
-                    comp_flows[flow] = None
+                if flow not in flows:
+                    flows[flow] = None
+                    flow._loc = stamp
                     for other in flow.links:
-                        if other not in comp_links:
-                            comp_links[other] = None
+                        if other not in links:
+                            links[other] = None
                             stack.append(other)
+        for link in links:
+            link._rem = link._total
+            link._n = len(link.flows)
+            w = 0.0
+            for flow in link.flows:
+                w += flow.weight
+            link._w = w
+        return flows, links
 
-        if len(comp_flows) == 1:
-            # Alone: the narrowest link sets the rate (the common case of rings and chains).
-            (flow,) = comp_flows
-            w = flow.weight
-            flow._new = best = min([link._total for link in flow.links]) / w
-            used = w * best
-            for link in flow.links:
-                link._rem = link._total - used
-        elif comp_flows:
-            self._fill(comp_links)
+    def _fill(self, links: Iterable[Link], stamp: int) -> None:
+        """Water-filling of the flows stamped ``_loc == stamp`` on ``links`` (``_rem``, ``_w``,
+        ``_n`` set up: capacity left for them, their weight and number): raise their rates
+        together; the link with the lowest fair level (capacity left / weight of unfrozen
+        flows) saturates first and freezes its flows, which it records as their bottleneck."""
+        self._mark = mark = self._mark + 1
+        live = [link for link in links if link._n > 0]
+        while live:
+            best = inf
+            for link in live:
+                level = link._rem / link._w
+                if level < best:
+                    best = level
+            tie = best * (1.0 + _TIE)
+            for link in [link for link in live if link._rem / link._w <= tie]:
+                for flow in link.flows:
+                    if flow._loc == stamp and flow._mark != mark:
+                        flow._mark = mark
+                        flow._new = best
+                        flow._nb = link
+                        w = flow.weight
+                        used = w * best
+                        for other in flow.links:
+                            other._rem -= used
+                            other._w -= w
+                            other._n -= 1
+            live = [link for link in live if link._n > 0]
 
-        # Saturation accounting.
-        for link in comp_links:
-            if link.flows and link._rem <= _SATURATED * link._total:
+    @staticmethod
+    def _local_is_fair(flows: dict[Flow, None], seeds: dict[Link, None], stamp: int) -> bool:
+        """Is the local fill max-min fair network-wide? Flows off the local links kept their
+        rates and limits; what can break: a recomputed flow whose new bottleneck also carries a
+        faster flow that was not recomputed, or a flow limited by a link whose load changed and
+        that is no longer saturated or now carries a faster recomputed flow."""
+        touched: dict[Link, None] = dict(seeds)  # links whose load may have changed
+        for flow in flows:
+            new = flow._new
+            link = flow._nb
+            if new != flow.rate:
+                for other in flow.links:
+                    touched[other] = None
+            elif link is flow._bn:
+                continue  # same rate, same bottleneck, on which nobody else got faster
+            if link in seeds:
+                continue  # every flow there was recomputed
+            limit = new * (1.0 + _TIE)
+            for other in link.flows:  # type: ignore[union-attr]
+                if other._loc != stamp and other.rate > limit:
+                    return False
+        for link in touched:
+            top = -1.0
+            for other in link._bn:
+                if other._loc == stamp:
+                    continue
+                if link._rem > _SATURATED * link._total:
+                    return False
+                if top < 0.0:
+                    top = max([f._new for f in link.flows if f._loc == stamp], default=0.0)
+                if top > other.rate * (1.0 + _TIE):
+                    return False
+        return True
+
+    def _apply(self, flows: dict[Flow, None], links: dict[Link, None]) -> None:
+        """Record loads and saturation of ``links``; give ``flows`` their new rates and move
+        their completion events where the rate changed."""
+        engine = self.engine
+        now = engine.now
+        for link in links:
+            rem = link._rem
+            link._load = link._total - rem
+            if link.flows and rem <= _SATURATED * link._total:
                 if link._sat_since is None:
                     link._sat_since = now
             elif link._sat_since is not None:
                 link._sat_acc += now - link._sat_since
                 link._sat_since = None
-
-        # Apply new rates; only flows whose rate changed get a new completion event.
         cancel = engine.cancel
         at = engine.at
         complete = self._complete
-        for flow in comp_flows:
+        for flow in flows:
+            bottleneck = flow._nb
+            if bottleneck is not flow._bn:
+                if flow._bn is not None:
+                    del flow._bn._bn[flow]
+                bottleneck._bn[flow] = None  # type: ignore[union-attr]
+                flow._bn = bottleneck
             new = flow._new
             old = flow.rate
             if new == old:
@@ -393,41 +531,6 @@ class Network:
             if flow._event is not None:
                 cancel(flow._event)
             flow._event = at(now + remaining / new, complete, flow)
-
-    def _fill(self, comp_links: Iterable[Link]) -> None:
-        """Water-filling: raise all unfrozen rates together; the link with the lowest fair level
-        (capacity left / weight of unfrozen flows) saturates first and freezes its flows."""
-        self._stamp = stamp = self._stamp + 1
-        live = []
-        for link in comp_links:
-            flows = link.flows
-            if flows:
-                link._rem = link._total
-                link._n = len(flows)
-                w = 0.0
-                for flow in flows:
-                    w += flow.weight
-                link._w = w
-                live.append(link)
-        while live:
-            best = inf
-            for link in live:
-                level = link._rem / link._w
-                if level < best:
-                    best = level
-            tie = best * (1.0 + _TIE)
-            for link in [link for link in live if link._rem / link._w <= tie]:
-                for flow in link.flows:
-                    if flow._mark != stamp:
-                        flow._mark = stamp
-                        flow._new = best
-                        w = flow.weight
-                        used = w * best
-                        for other in flow.links:
-                            other._rem -= used
-                            other._w -= w
-                            other._n -= 1
-            live = [link for link in live if link._n > 0]
 
     def delivered(self, link: Link) -> float:
         """Bytes over ``link`` (all copies) so far: completed flows plus progress of active ones."""
