@@ -362,7 +362,7 @@ def make_strategy(
 
 # ``timeline``: a TrackLog the simulator fills (for explain and the HTML report)
 SIMULATE_OPTIONS = ("iterations", "warmup", "seed", "replications", "jitter", "trace",
-                    "timeline")
+                    "timeline", "jobs")
 
 
 def ignored_flags(arch: str, sync: str, method: str | None = None,
@@ -454,8 +454,8 @@ def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any
     Takes :func:`scenario`'s keywords; ``None`` means the default (``arch='ps'``,
     ``sync='bsp'``, ``sharding='round_robin'``, ``overlap=True``, …). The simulate options
     (``iterations``, ``warmup``, ``seed``, ``replications``, ``jitter``, ``trace``,
-    ``timeline``) apply to ``method="simulate"``; given with the analytic method, they (like
-    any flag that has no effect) become a note.
+    ``timeline``, ``jobs``) apply to ``method="simulate"``; given with the analytic method,
+    they (like any flag that has no effect) become a note.
     """
     if method not in METHODS:
         raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")

@@ -34,6 +34,7 @@ def predict(
     replications: Annotated[int | None, typer.Option(help="simulate: independent runs for p5/p95 [default: 1]")] = None,
     jitter: Annotated[float | None, typer.Option(help="simulate: per-op coefficient of variation [default: the workload's]")] = None,
     trace: Annotated[Path | None, typer.Option(help="simulate: write a Chrome trace (open in Perfetto)")] = None,
+    jobs: Annotated[int | None, typer.Option(help="simulate: processes for the replications [default: one per core]")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")] = False,
 ) -> None:
     """Predict iteration time, throughput, speedup and the bottleneck of one scenario."""
@@ -41,7 +42,8 @@ def predict(
 
     simulate: dict[str, Any] = {
         k: v for k, v in (("iterations", iterations), ("warmup", warmup), ("seed", seed),
-                          ("replications", replications), ("jitter", jitter), ("trace", trace))
+                          ("replications", replications), ("jitter", jitter), ("trace", trace),
+                          ("jobs", jobs))
         if v is not None
     }
     prediction = run_predict(method=check_method(method), **scenario, **simulate)

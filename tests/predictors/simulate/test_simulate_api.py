@@ -41,6 +41,19 @@ def test_same_seed_gives_identical_output():
     assert other.iteration_time_s != sim(**kw).iteration_time_s
 
 
+@pytest.mark.parametrize("kw", [
+    dict(workers=4, ps=2), dict(workers=4, ps=2, sync="asp"), dict(arch="allreduce", workers=5),
+])
+def test_replications_in_processes_give_the_sequential_result(kw, tmp_path):
+    # Each replication has its own seeded generators, so where it runs cannot matter; the
+    # trace (replication 0) is written by the parent either way.
+    base = dict(jitter=0.1, replications=5, seed=3, iterations=6, **kw)
+    alone = sim(jobs=1, trace=tmp_path / "alone.json", **base)
+    shared = sim(jobs=3, trace=tmp_path / "shared.json", **base)
+    assert alone.to_dict() == shared.to_dict()
+    assert (tmp_path / "alone.json").read_text() == (tmp_path / "shared.json").read_text()
+
+
 def test_deterministic_run_has_no_spread():
     p = sim(workers=4, ps=2, replications=4)
     pct = p.percentiles["iteration_time_s"]
@@ -107,7 +120,7 @@ def test_prediction_is_consistent(kw):
     ("iterations", 0, "--iterations"), ("warmup", -1, "--warmup"),
     ("replications", 0, "--replications"), ("jitter", -0.1, "--jitter"),
     ("seed", -1, "--seed"), ("iterations", 2.5, "--iterations"),
-    ("jitter", float("nan"), "--jitter"),
+    ("jitter", float("nan"), "--jitter"), ("jobs", 0, "--jobs"),
 ])
 def test_bad_options_name_the_flag(option, value, flag):
     with pytest.raises(InputError) as err:
@@ -140,6 +153,7 @@ def _one_error_line(result) -> str:
     (["--iterations", "0"], "--iterations"),
     (["--warmup", "-2"], "--warmup"),
     (["--jitter", "-1"], "--jitter"),
+    (["--jobs", "0"], "--jobs"),
 ])
 def test_cli_bad_input_one_line_exit_2(args, needle):
     line = _one_error_line(_cli("--workers", "2", *args))

@@ -6,12 +6,16 @@ Options (CLI flag in brackets): ``iterations`` [--iterations] measured iteration
 variation (default: the workload's per-layer cv), ``trace`` [--trace] Chrome trace path.
 
 Without noise every replication is the same run, so it is simulated once (exactly equal
-results, stated in the notes).
+results, stated in the notes). With noise, replications are independent runs (each has its
+own seeded generators), so they run in parallel processes (``jobs``, default: one per core;
+the results do not depend on it).
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -52,7 +56,7 @@ def _jitter(value: Any) -> float | None:
 
 def check_options(
     iterations: Any = None, warmup: Any = None, seed: Any = None, replications: Any = None,
-    jitter: Any = None, trace: Any = None,
+    jitter: Any = None, trace: Any = None, jobs: Any = None,
 ) -> dict[str, Any]:
     """Validated options with defaults filled in; raises a one-line InputError naming the flag."""
     opts = {
@@ -64,6 +68,7 @@ def check_options(
                                  else replications, "--replications", 1),
         "jitter": _jitter(jitter),
         "trace": None if trace is None else check_writable(trace, "--trace"),
+        "jobs": None if jobs is None else _integer(jobs, "--jobs", 1),
     }
     return opts
 
@@ -72,29 +77,27 @@ def predict_simulate(
     sc: Scenario, *, iterations: int | None = None, warmup: int | None = None,
     seed: int | None = None, replications: int | None = None, jitter: float | None = None,
     trace: str | Path | None = None, ring_steps: str = "coalesced",
-    timeline: TrackLog | None = None,
+    timeline: TrackLog | None = None, jobs: int | None = None,
 ) -> Prediction:
     """Fine-grained (discrete-event) prediction of a resolved scenario.
 
     ``timeline``: a :class:`TrackLog` to fill with the first replication's operations (what
     ``trace`` writes to a file), for callers that read the timeline themselves.
     """
-    opts = check_options(iterations, warmup, seed, replications, jitter, trace)
+    opts = check_options(iterations, warmup, seed, replications, jitter, trace, jobs)
     iters, warm, reps, cv = (opts["iterations"], opts["warmup"], opts["replications"],
                              opts["jitter"])
     noisy = has_jitter(sc, cv)
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
     units = make_units(sc, individual=noisy or asynchronous)
-    runs: list[RunResult] = []
     log = timeline if timeline is not None else (
         TrackLog() if opts["trace"] is not None else None)
     steady_note = None
     if asynchronous and sc.strategy.sync == "ssp":
         warm, steady_note = _ssp_steady_warmup(sc, units, warm, iters, cv, opts["seed"], noisy,
                                                ring_steps)
-    for r in range(reps if noisy else 1):
-        runs.append(simulate_once(sc, units, warm, iters, cv, opts["seed"], r, noisy,
-                                  log if r == 0 else None, ring_steps))
+    job = _Job(sc, units, warm, iters, cv, opts["seed"], noisy, ring_steps)
+    runs = _replicate(job, reps if noisy else 1, log, opts["jobs"])
 
     notes = [
         f"simulate: iteration time = mean step period over {iters} iterations after {warm} "
@@ -149,3 +152,50 @@ def _ssp_steady_warmup(
         return warm, (f"simulate: SSP steady state: warm-up extended from {warmup} to {warm} "
                       "iterations, until every worker runs at the slowest's rate")
     return warm, None
+
+
+class _Job:
+    """What every replication of one prediction shares (handed to forked processes as is)."""
+
+    def __init__(self, sc: Scenario, units: list, warmup: int, iterations: int,
+                 jitter: float | None, seed: int, noisy: bool, ring_steps: str) -> None:
+        self.sc, self.units, self.warmup, self.iterations = sc, units, warmup, iterations
+        self.jitter, self.seed, self.noisy, self.ring_steps = jitter, seed, noisy, ring_steps
+
+    def run(self, replication: int, log: TrackLog | None = None) -> RunResult:
+        return simulate_once(self.sc, self.units, self.warmup, self.iterations, self.jitter,
+                             self.seed, replication, self.noisy, log, self.ring_steps)
+
+
+_SHARED: _Job | None = None  # the job of a replication process (set when it forks)
+
+
+def _share(job: _Job) -> None:
+    global _SHARED
+    _SHARED = job
+
+
+def _replica(replication: int) -> tuple[list, list[tuple[str, float]], int]:
+    """One replication in a worker process; the units go back as the parent's own."""
+    result = _SHARED.run(replication)  # type: ignore[union-attr]
+    return result.measures, result.utilization, result.events
+
+
+def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None) -> list[RunResult]:
+    """Replications 0 … reps−1 in order; 1 … reps−1 in forked processes when there are cores.
+
+    Replication 0 runs here (it fills the trace) while the others run in up to ``jobs − 1``
+    processes. Only where ``fork`` exists (the job is shared, not pickled) and we are not a
+    pool's worker ourselves (e.g. inside a parallel sweep).
+    """
+    cores = jobs if jobs is not None else (os.cpu_count() or 1)
+    helpers = min(cores - 1, reps - 1)
+    if (helpers < 1 or "fork" not in multiprocessing.get_all_start_methods()
+            or multiprocessing.current_process().daemon):
+        return [job.run(r, log if r == 0 else None) for r in range(reps)]
+    context = multiprocessing.get_context("fork")
+    with context.Pool(helpers, initializer=_share, initargs=(job,)) as pool:
+        pending = pool.map_async(_replica, range(1, reps))
+        first = job.run(0, log)
+        others = pending.get()
+    return [first] + [RunResult(job.units, m, u, e) for m, u, e in others]
