@@ -299,8 +299,11 @@ class Network:
             self.engine.schedule(0.0, self._reallocate)
 
     def _complete(self, flow: Flow) -> None:
-        if flow.follow is not None and self._continue(flow):
-            return
+        if flow.follow is not None:
+            nxt = flow.follow(flow)
+            if nxt is not None:
+                self._continue(flow, *nxt)
+                return
         now = self.engine.now
         flow._event = None
         flow.remaining = 0.0
@@ -331,13 +334,10 @@ class Network:
         if flow.on_complete is not None:
             flow.on_complete(flow)
 
-    def _continue(self, flow: Flow) -> bool:
+    def _continue(self, flow: Flow, size: float, tag: Any) -> None:
         """End the current message of a ``follow`` flow and start its next one in place."""
-        nxt = flow.follow(flow)  # type: ignore[misc]
-        if nxt is None:
-            return False
-        size, tag = nxt
-        size = _positive("flow size", size)
+        if not (size > 0.0 and size < inf):
+            size = _positive("flow size", size)  # raises
         now = self.engine.now
         self.flows_completed += 1
         moved = flow.weight * flow.size
@@ -348,8 +348,7 @@ class Network:
         flow.size = flow.remaining = size
         flow.tag = tag
         flow.submit_time = flow.start_time = flow._last = now
-        flow._event = self.engine.at(now + size / flow.rate, self._complete, flow)
-        return True
+        flow._event = self.engine.post(now + size / flow.rate, self._complete, flow)
 
     # -- allocation -----------------------------------------------------------------------------
 
@@ -508,7 +507,7 @@ class Network:
                 link._sat_acc += now - link._sat_since
                 link._sat_since = None
         cancel = engine.cancel
-        at = engine.at
+        at = engine.post
         complete = self._complete
         for flow in flows:
             bottleneck = flow._nb
