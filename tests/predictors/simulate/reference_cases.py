@@ -1,9 +1,9 @@
 """Scenarios whose simulated results were frozen before the speed work of issue 14.
 
-``python -m tests.predictors.simulate.reference_cases`` (from the repository root, with the
-code to freeze on ``PYTHONPATH``) rewrites ``data/simulate_reference.json``. The committed file
-was generated from commit 46ebb76 (the simulator before issue 14), so the tests in
-``test_reference.py`` compare today's simulator with that one:
+``python -m tests.predictors.simulate.reference_cases COMMIT`` (from the repository root, with
+the code to freeze first on ``PYTHONPATH``) rewrites ``data/simulate_reference.json``. The
+committed file was generated from commit 1314310 (main just before the simulator changes of
+issue 14), so the tests in ``test_reference.py`` compare today's simulator with that one:
 
 * ``deterministic``: no jitter; every figure must agree to 1e-9 (relative);
 * ``distributions``: with 5% jitter, the mean iteration time of each of ``REPLICAS`` runs
@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ddlperf.api import predict
+from ddlperf.api import make_cluster, make_strategy, predict
+from ddlperf.predictors.simulate import predict_simulate
+from ddlperf.scenario import resolve
 from tests.conftest import make_workload
 
 DATA = Path(__file__).parent / "data" / "simulate_reference.json"
@@ -55,7 +57,7 @@ def deterministic_cases() -> dict[str, tuple[Any, dict[str, Any]]]:
         "ring-resnet50-16w": ("resnet50", dict(arch="allreduce", workers=16, iterations=5)),
         "ring-small-mixed": (small, dict(arch="allreduce", cluster=MIXED, iterations=8)),
         "ring-small-each": (small, dict(arch="allreduce", workers=6, iterations=6,
-                                         ring_steps="each")),
+                                         ring_steps="each")),  # predict_simulate only
         "ring-small-nooverlap": (small, dict(arch="allreduce", workers=5, overlap=False,
                                                iterations=6)),
     }
@@ -74,7 +76,14 @@ def distribution_cases() -> dict[str, tuple[Any, dict[str, Any]]]:
 
 def figures(workload: Any, kw: dict[str, Any]) -> dict[str, Any]:
     """The numbers of a deterministic prediction that the speed work must not change."""
-    if isinstance(workload, str):
+    if "ring_steps" in kw:
+        kw = dict(kw)
+        steps = kw.pop("ring_steps")
+        kw.pop("arch")
+        sc = resolve(workload, make_cluster(None, kw.pop("workers"), arch="allreduce"),
+                     make_strategy(arch="allreduce"))
+        p = predict_simulate(sc, jitter=0.0, ring_steps=steps, **kw)
+    elif isinstance(workload, str):
         p = predict(workload, method="simulate", jitter=0.0, **kw)
     else:
         p = predict(workload=workload, method="simulate", jitter=0.0, **kw)

@@ -44,12 +44,18 @@ def test_phases_of_hierarchical():
     assert across[0].hops[1] == (nic / 4, "node0 nic0-1 uplink")
 
 
-def test_individual_gpus_are_one_class_per_pair():
+def test_individual_gpus_keep_their_group_classes():
+    # Units of one GPU each (compute noise) do not split the network's classes: edges between
+    # the same pair of groups over the same kind of path are one flow (issue 14).
     _sc, units = units_of(individual=True, workers=4, gpus_per_node=2, intra="PCIe3")
-    assert summary(ring_edges(units, None, "across")) == [
-        (0, 2, "nic", 1), (1, 3, "nic", 1), (2, 0, "nic", 1), (3, 1, "nic", 1)]
-    assert summary(ring_edges(units, None, "inside")) == [
-        (0, 1, "intra", 1), (1, 0, "intra", 1), (2, 3, "intra", 1), (3, 2, "intra", 1)]
+    assert len(units) == 4
+    assert summary(ring_edges(units, None, "across")) == [(0, 2, "nic", 4)]
+    assert summary(ring_edges(units, None, "inside")) == [(0, 1, "intra", 4)]
+    sc = resolve(W, make_cluster({"workers": [{"count": 3}, {"count": 2, "speed": 0.5}]},
+                                 arch="allreduce", ps=0), make_strategy(arch="allreduce"))
+    mixed = make_units(sc, individual=True)
+    assert summary(ring_edges(mixed, None, "flat")) == [
+        (0, 1, "nic", 2), (2, 3, "nic", 1), (3, 4, "nic", 1), (4, 0, "nic", 1)]
 
 
 def test_unknown_phase():
