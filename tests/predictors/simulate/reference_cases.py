@@ -2,7 +2,7 @@
 
 ``python -m tests.predictors.simulate.reference_cases COMMIT`` (from the repository root, with
 the code to freeze first on ``PYTHONPATH``) rewrites ``data/simulate_reference.json``. The
-committed file was generated from commit 1314310 (main just before the simulator changes of
+committed file was generated from commit 264a08b (main just before the simulator changes of
 issue 14), so the tests in ``test_reference.py`` compare today's simulator with that one:
 
 * ``deterministic``: no jitter; every figure must agree to 1e-9 (relative);

@@ -1,7 +1,7 @@
 """The simulator against its own output from before the speed work (issue 14).
 
 Frozen data: ``data/simulate_reference.json``, written by ``reference_cases.py`` from commit
-1314310 (see there). Deterministic runs must agree to 1e-9. Jittered runs cannot be compared
+264a08b (see there). Deterministic runs must agree to 1e-9. Jittered runs cannot be compared
 number by number across implementations (event order may change which worker draws when), so
 their *distribution* is compared: the mean iteration time of independent replications (fresh
 seeds, disjoint from the frozen ones) against the frozen sample, with a two-sample
