@@ -2,8 +2,9 @@
 
 ``python -m tests.predictors.simulate.reference_cases COMMIT`` (from the repository root, with
 the code to freeze first on ``PYTHONPATH``) rewrites ``data/simulate_reference.json``. The
-committed file was generated from commit 264a08b (main just before the simulator changes of
-issue 14), so the tests in ``test_reference.py`` compare today's simulator with that one:
+committed file was generated from main's code just before the simulator changes of issue 14
+landed (its ``source_commit``), so the tests in ``test_reference.py`` compare today's
+simulator with that one:
 
 * ``deterministic``: no jitter; every figure must agree to 1e-9 (relative);
 * ``distributions``: with 5% jitter, the mean iteration time of each of ``REPLICAS`` runs
@@ -28,6 +29,9 @@ REPLICAS = 120
 FROZEN_SEED0 = 0
 
 MIXED = {"workers": [{"count": 3}, {"name": "slow", "count": 2, "speed": 0.6}]}
+SERVERS2 = {"gpus_per_node": 2, "intra": "NVLink2"}
+SERVERS4 = {"gpus_per_node": 4, "intra": "NVLink2"}
+CAP = "40MB/s"  # a per-connection transport cap that binds for the small workload
 
 
 def small_workload():
@@ -60,6 +64,22 @@ def deterministic_cases() -> dict[str, tuple[Any, dict[str, Any]]]:
                                          ring_steps="each")),  # predict_simulate only
         "ring-small-nooverlap": (small, dict(arch="allreduce", workers=5, overlap=False,
                                                iterations=6)),
+        # servers, racks and the transport's per-connection cap (private cap links)
+        "ps-bsp-small-transport": (small, dict(workers=6, ps=2, transport=CAP, iterations=8)),
+        "ps-bsp-small-servers-colocated": (small, dict(workers=8, **SERVERS2, ps=2,
+                                                         placement="colocated",
+                                                         bandwidth="2Gbps", iterations=8)),
+        "ps-bsp-small-servers-aggregated": (small, dict(workers=8, **SERVERS4, ps=2,
+                                                          local_aggregation=True,
+                                                          transport=CAP, iterations=8)),
+        "ps-asp-small-servers-transport": (small, dict(workers=8, **SERVERS2, ps=2, sync="asp",
+                                                         transport=CAP, iterations=10)),
+        "ring-small-servers-transport": (small, dict(arch="allreduce", workers=8, **SERVERS4,
+                                                       transport=CAP, iterations=6)),
+        "ring-small-hierarchical-racks": (small, dict(arch="allreduce", workers=16,
+                                                        allreduce="hierarchical", **SERVERS2,
+                                                        rack_size=2, rack_uplink="5Gbps",
+                                                        iterations=6)),
     }
 
 
@@ -71,6 +91,10 @@ def distribution_cases() -> dict[str, tuple[Any, dict[str, Any]]]:
         "ps-asp": (small, dict(workers=8, ps=2, sync="asp", **common)),
         "ps-ssp1": (small, dict(cluster=MIXED, ps=2, sync="ssp", staleness=1, **common)),
         "ring": (small, dict(arch="allreduce", workers=12, **common)),
+        "ps-bsp-servers-transport": (small, dict(workers=8, **SERVERS2, ps=2, transport=CAP,
+                                                 **common)),
+        "ring-servers-transport": (small, dict(arch="allreduce", workers=8, **SERVERS2,
+                                               transport=CAP, **common)),
     }
 
 

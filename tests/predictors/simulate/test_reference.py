@@ -1,12 +1,13 @@
 """The simulator against its own output from before the speed work (issue 14).
 
-Frozen data: ``data/simulate_reference.json``, written by ``reference_cases.py`` from commit
-264a08b (see there). Deterministic runs must agree to 1e-9. Jittered runs cannot be compared
-number by number across implementations (event order may change which worker draws when), so
-their *distribution* is compared: the mean iteration time of independent replications (fresh
-seeds, disjoint from the frozen ones) against the frozen sample, with a two-sample
-Kolmogorov–Smirnov test at level 0.001 per case. ``test_distribution_check_has_power`` shows the
-same check rejects a model that differs only a little (6% jitter instead of 5%).
+Frozen data: ``data/simulate_reference.json``, written by ``reference_cases.py`` from main's
+code before the speed work (its ``source_commit``; see there). Deterministic runs must agree
+to 1e-9. Jittered runs cannot be compared number by number across implementations (event
+order may change which worker draws when), so their *distribution* is compared: the mean
+iteration time of independent replications (fresh seeds, disjoint from the frozen ones)
+against the frozen sample, with a two-sample Kolmogorov–Smirnov test at level 0.001 per
+case. ``test_distribution_check_has_power`` shows the same check rejects a model that differs
+only a little (6% jitter instead of 5%).
 """
 
 from __future__ import annotations
