@@ -4,7 +4,8 @@
 the code to freeze first on ``PYTHONPATH``) rewrites ``data/simulate_reference.json``. The
 committed file was generated from main's code just before the simulator changes of issue 14
 landed (its ``source_commit``), so the tests in ``test_reference.py`` compare today's
-simulator with that one:
+simulator with that one (a case added later, for a feature main gained after the freeze, was
+computed from that main commit's code: ``added_later`` maps it to the commit):
 
 * ``deterministic``: no jitter; every figure must agree to 1e-9 (relative);
 * ``distributions``: with 5% jitter, the mean iteration time of each of ``REPLICAS`` runs
@@ -76,6 +77,8 @@ def deterministic_cases() -> dict[str, tuple[Any, dict[str, Any]]]:
                                                          transport=CAP, iterations=10)),
         "ring-small-servers-transport": (small, dict(arch="allreduce", workers=8, **SERVERS4,
                                                        transport=CAP, iterations=6)),
+        "ps-bsp-small-step-barrier": (small, dict(workers=6, ps=3, step_barrier=True,
+                                                    iterations=8)),
         "ring-small-hierarchical-racks": (small, dict(arch="allreduce", workers=16,
                                                         allreduce="hierarchical", **SERVERS2,
                                                         rack_size=2, rack_uplink="5Gbps",
