@@ -21,6 +21,53 @@ def test_grid_normalises_allreduce_and_staleness():
     assert {"sync": "bsp", "staleness": None} in grid({"sync": ["bsp", "ssp"], "staleness": [2]})
 
 
+def _grid_by_memory(axes, fixed=()):
+    """The first-seen rule spelled out: normalise every point, keep each once."""
+    import itertools
+
+    from ddlperf.sweep import _normalise
+
+    seen, out = [], []
+    for values in itertools.product(*axes.values()):
+        point = dict(zip(axes, values))
+        _normalise(point, fixed)
+        if point not in seen:
+            seen.append(point)
+            out.append(point)
+    return out
+
+
+@pytest.mark.parametrize("fixed", [(), ("ps",)])
+def test_grid_keeps_the_first_of_each_normalised_point_in_grid_order(fixed):
+    axes = {"staleness": [4, 2], "arch": ["allreduce", "ps"], "sync": ["ssp", "bsp", "asp"],
+            "ps": [3, 1], "gpus_per_node": [1, 4], "intra": ["PCIe3", "NVLink2"],
+            "allreduce": ["hierarchical", "ring"], "local_aggregation": [True, False],
+            "workers": [2, 8]}
+    assert grid(axes, fixed) == _grid_by_memory(axes, fixed)
+
+
+def test_grid_of_normalised_points_remembers_nothing():
+    """A grid where most points are normalised (all-reduce × PS counts, staleness of BSP)
+    streams in the same memory whatever its size: no set of the points seen."""
+    import tracemalloc
+
+    from ddlperf.sweep import iter_grid
+
+    def peak(rates: int) -> int:
+        axes = {"arch": ["ps", "allreduce"], "ps": list(range(1, 9)),
+                "sync": ["bsp", "ssp"], "staleness": [1, 2], "workers": list(range(1, 51)),
+                "bandwidth": [1e9 * (k + 1) for k in range(rates)]}
+        tracemalloc.start()
+        count = sum(1 for _ in iter_grid(axes))
+        top = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert count == rates * 50 * (8 * 3 + 1)
+        return top
+
+    small, big = peak(1), peak(80)  # 1,250 and 100,000 points
+    assert big < small + 32_000  # (remembering the points seen took megabytes)
+
+
 def test_rows_equal_single_predictions():
     rows = sweep({"workers": [2, 8], "bandwidth": ["1Gbps", "10Gbps"]}, model="resnet18")
     assert len(rows) == 4

@@ -63,21 +63,21 @@ def iter_grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()
               ) -> Iterator[dict[str, Any]]:
     """:func:`grid` one point at a time (a grid of millions is never held in memory).
 
-    Repeated axis values are dropped up front. A point can only coincide with another after
-    normalisation if one of the rules applies to it, so only such points are remembered.
+    Repeated axis values are dropped up front. Normalisation overrides some axes of a point
+    (``ps`` of an all-reduce point, ``staleness`` of a BSP one, …); which ones depends only on
+    values it never changes (the architecture, the GPUs per server, the sync mode after
+    normalisation), so a point's duplicates are exactly the points that differ from it on its
+    overridden axes only. The first of them in grid order has the first value of each such
+    axis: that one is kept, and nothing needs remembering.
     """
     check_axes(axes)
     names = list(axes)
     distinct = [list({_hashable(v): v for v in axes[n]}.values()) for n in names]
-    seen: set[tuple[Any, ...]] = set()
-    for values in itertools.product(*distinct):
-        point = dict(zip(names, values))
-        if not _normalise(point, fixed):
-            yield point
-            continue
-        key = tuple(_hashable(point.get(n)) for n in names)
-        if key not in seen:
-            seen.add(key)
+    position = {name: i for i, name in enumerate(names)}
+    for index in itertools.product(*(range(len(values)) for values in distinct)):
+        point = {name: distinct[i][j] for i, (name, j) in enumerate(zip(names, index))}
+        overridden = _normalise(point, fixed)
+        if all(index[position[name]] == 0 for name in overridden if name in position):
             yield point
 
 
@@ -91,29 +91,28 @@ def check_axes(axes: dict[str, Sequence[Any]]) -> None:
             raise InputError(f"sweep axis {name!r}", "has no values", "give at least one")
 
 
-def _normalise(point: dict[str, Any], fixed: Collection[str]) -> bool:
-    """Make ``point`` a valid scenario (see :func:`grid`); True if any rule applied."""
-    applied = False
+def _normalise(point: dict[str, Any], fixed: Collection[str]) -> set[str]:
+    """Make ``point`` a valid scenario (see :func:`grid`); the keys a rule overrode."""
+    overridden: set[str] = set()
+
+    def override(key: str, value: Any) -> None:
+        point[key] = value
+        overridden.add(key)
+
     if point.get("arch") == "allreduce":  # synchronous and without parameter servers
         if "ps" in point or "ps" in fixed:  # a fixed PS count is for the PS rows
-            point["ps"] = 0
-            applied = True
+            override("ps", 0)
         if "sync" in point:
-            point["sync"] = "bsp"
-            applied = True
+            override("sync", "bsp")
         if "local_aggregation" in point:
-            point["local_aggregation"] = False
-            applied = True
+            override("local_aggregation", False)
     elif "allreduce" in point:
-        point["allreduce"] = "ring"
-        applied = True
+        override("allreduce", "ring")
     if "intra" in point and point.get("gpus_per_node") in (None, 1):
-        point["intra"] = None
-        applied = True
+        override("intra", None)
     if "staleness" in point and point.get("sync", "bsp") != "ssp":
-        point["staleness"] = None
-        applied = True
-    return applied
+        override("staleness", None)
+    return overridden
 
 
 def _predict_points(
