@@ -40,6 +40,29 @@ def test_grouped_map_gives_one_result_per_chunk():
     assert out == [i * i for i in range(10)]
 
 
+def test_a_slow_reader_holds_a_bounded_number_of_chunks():
+    """Chunks are taken from the input only as results are read: a reader that stops (writing
+    a file, say) does not make the executor pull the rest of the grid into memory."""
+    import time
+
+    from ddlperf.executors import IN_FLIGHT_PER_WORKER
+
+    taken = 0
+
+    def chunks():
+        nonlocal taken
+        for i in range(5000):
+            taken += 1
+            yield (i,)
+
+    with LocalExecutor(jobs=2) as executor:
+        results = executor.map(square, chunks())
+        assert next(results) == 0
+        time.sleep(0.5)  # give the pool every chance to run ahead (not a timing assertion)
+        assert taken <= 1 + IN_FLIGHT_PER_WORKER * 2
+        assert list(results) == [i * i for i in range(1, 5000)]
+
+
 def test_local_pool_is_gone_after_close():
     executor = LocalExecutor(jobs=2)
     results = executor.map(square, ((i,) for i in range(1000)))

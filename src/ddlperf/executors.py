@@ -58,35 +58,8 @@ def _call(args: tuple[Callable[..., Any], tuple[Any, ...]]) -> Any:
     return func(*chunk)
 
 
-class LocalExecutor(Executor):
-    """Forked worker processes on this machine."""
-
-    name = "local"
-
-    def __init__(self, jobs: int | None = None) -> None:
-        super().__init__(jobs or os.cpu_count() or 1)
-        self._pool: Any = None
-
-    def map(self, func: Callable[..., Any], chunks: Iterable[tuple[Any, ...]]
-            ) -> Iterator[Any]:
-        if self.jobs <= 1:
-            yield from super().map(func, chunks)
-            return
-        self._pool = get_context("fork").Pool(self.jobs)
-        yield from self._pool.imap(_call, ((func, c) for c in chunks), chunksize=1)
-        self._pool.close()
-        self._pool.join()
-        self._pool = None
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
-
-
 class _WindowedExecutor(Executor):
-    """Submit up to ``window`` chunks ahead; yield results in order (Ray and Dask)."""
+    """Submit up to ``window`` chunks ahead; yield results in order (local, Ray, Dask)."""
 
     chunks_per_task = 8
 
@@ -113,6 +86,42 @@ class _WindowedExecutor(Executor):
         finally:
             if pending:
                 self._cancel(pending)
+
+
+class LocalExecutor(_WindowedExecutor):
+    """Forked worker processes on this machine, ``IN_FLIGHT_PER_WORKER`` chunks each at most
+    (``Pool.imap`` would read the whole input ahead and queue every result a slow reader has
+    not taken yet)."""
+
+    name = "local"
+    chunks_per_task = 1  # a task costs almost nothing here
+
+    def __init__(self, jobs: int | None = None) -> None:
+        super().__init__(jobs or os.cpu_count() or 1)
+        self._pool: Any = None
+
+    def map(self, func: Callable[..., Any], chunks: Iterable[tuple[Any, ...]]
+            ) -> Iterator[Any]:
+        if self.jobs <= 1:
+            yield from Executor.map(self, func, chunks)
+            return
+        self._pool = get_context("fork").Pool(self.jobs)
+        yield from super().map(func, chunks)
+        self._pool.close()
+        self._pool.join()
+        self._pool = None
+
+    def _submit(self, func: Callable[..., Any], chunk: tuple[Any, ...]) -> Any:
+        return self._pool.apply_async(_call, ((func, chunk),))
+
+    def _result(self, handle: Any) -> Any:
+        return handle.get()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
 
 
 class RayExecutor(_WindowedExecutor):
