@@ -40,6 +40,20 @@ def test_bad_values_read_the_same_everywhere(command: str, args: list[str], need
     (["--workers", "1,"], "has an empty value"),
     (["--goodput", "0.9,nan"], "--goodput: 'nan' is not a finite number"),
     (["--overlap", "on,maybe"], "--overlap: 'maybe' is not on or off"),
+    (["--workers", "64..8"], "--workers: '64..8' is an inverted range — write 8..64"),
+    (["--workers", "1..x"], "--workers: 'x' is not a whole number"),
+    (["--bandwidth", "1..10Gbps"], "--bandwidth"),
 ])
 def test_sweep_lists(args: list[str], needle: str) -> None:
     assert_one_line_error(runner.invoke(app, ["sweep", *args]), needle)
+
+
+def test_sweep_takes_whole_number_ranges() -> None:
+    import json
+
+    result = runner.invoke(app, ["sweep", "--workers", "1..4,8", "--staleness", "0..1",
+                                 "--sync", "ssp", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [(r["workers"], r["staleness"]) for r in rows] == [
+        (w, s) for w in (1, 2, 3, 4, 8) for s in (0, 1)]

@@ -91,12 +91,24 @@ class Flag:
         return text
 
     def read_list(self, text: str) -> list[Any]:
-        """``1,2,4`` → [1, 2, 4]; an empty item (``1,,4``) is an error."""
+        """``1,2,4`` → [1, 2, 4]; whole numbers also as ranges (``1..64,128``); an empty item
+        (``1,,4``) or an inverted range (``64..8``) is an error."""
         items = [t.strip() for t in str(text).split(",")]
         if any(not t for t in items):
             raise InputError(self.option, f"{text!r} has an empty value",
                              "give a comma-separated list without gaps, e.g. 1,2,4")
-        return [self.read(t) for t in items]
+        values: list[Any] = []
+        for item in items:
+            low, dots, high = item.partition("..")
+            if self.kind is not int or not dots:
+                values.append(self.read(item))
+                continue
+            first, last = self.read(low), self.read(high)
+            if last < first:
+                raise InputError(self.option, f"{item!r} is an inverted range",
+                                 f"write {last}..{first}")
+            values.extend(range(first, last + 1))
+        return values
 
 
 _PREDICT_DEFAULTS = {"predict": "resnet50", "sweep": "resnet50"}
