@@ -16,6 +16,7 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from multiprocessing import get_context
 from typing import Any
 
@@ -51,6 +52,30 @@ class Executor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C while finished results are written and counted: a KeyboardInterrupt raised
+    half-way through would leave a chunk half in the file and uncounted. A Ctrl-C that arrives
+    meanwhile is raised on leaving. (Off the main thread signals cannot be caught: a no-op.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def _ignore_sigint() -> None:
+    """In a worker process: Ctrl-C goes to the whole process group, and the parent stops the
+    workers itself (no traceback from each)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _call(args: tuple[Callable[..., Any], tuple[Any, ...]]) -> Any:
@@ -105,7 +130,7 @@ class LocalExecutor(_WindowedExecutor):
         if self.jobs <= 1:
             yield from Executor.map(self, func, chunks)
             return
-        self._pool = get_context("fork").Pool(self.jobs)
+        self._pool = get_context("fork").Pool(self.jobs, initializer=_ignore_sigint)
         yield from super().map(func, chunks)
         self._pool.close()
         self._pool.join()

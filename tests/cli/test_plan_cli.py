@@ -81,3 +81,26 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, prices, args, needle
     result = invoke(*args, "--prices", str(prices), "--rows", str(rows))
     assert_one_line_error(result, *needles)
     assert not rows.exists() and not list(tmp_path.glob(".rows.csv.*"))
+
+
+@pytest.mark.slow
+def test_a_real_ctrl_c_keeps_the_searched_rows_and_says_where(tmp_path, prices):
+    import re
+
+    from tests.cli.ctrl_c import interrupt
+
+    out = tmp_path / "rows.csv"
+    status, stderr, rows = interrupt(
+        ["plan", "--throughput", "1000", "--prices", str(prices), "--instances", "v1,a1",
+         "--servers", "1..4000", "--ps", "1..8", "--sync", "bsp,asp", "--rows", str(out),
+         "--jobs", "2", "--no-progress"], out)
+    assert status == 130, stderr
+    assert "Traceback" not in stderr
+    line = stderr.strip().splitlines()[-1]
+    done, total = (int(n.replace(",", "")) for n in re.match(
+        r"interrupted after ([\d,]+) of ([\d,]+) candidates; the [\d,]+ finished rows are "
+        r"in ", line).groups())
+    assert line.endswith(str(out)) and 0 < done < total
+    assert len(rows) == done
+    assert len({(r["instance"], r["servers"], r["arch"], r["ps"], r["sync"])
+                for r in rows}) == done

@@ -103,3 +103,26 @@ def test_progress_bar_on_request():
     assert result.exit_code == 0, result.output
     assert "sweeping" in result.stderr and "6/6" in result.stderr
     assert "sweeping" not in invoke("--workers", "1,2", "--no-progress").stderr
+
+
+@pytest.mark.slow
+def test_a_real_ctrl_c_keeps_every_finished_row_once_and_says_where(tmp_path):
+    import re
+
+    from tests.cli.ctrl_c import interrupt
+
+    out = tmp_path / "rows.csv"
+    status, stderr, rows = interrupt(
+        ["sweep", "--workers", "1..20000", "--ps", "1..8", "--sync", "bsp,asp", "--csv",
+         str(out), "--jobs", "2", "--no-progress"], out)
+    assert status == 130, stderr
+    assert "Traceback" not in stderr  # neither from the command nor from its workers
+    line = stderr.strip().splitlines()[-1]
+    done, total = (int(n.replace(",", "")) for n in re.match(
+        r"interrupted: ([\d,]+) of ([\d,]+) rows finished; they are in ", line).groups())
+    assert line.endswith(str(out)) and total == 320_000
+    assert 0 < done < total and len(rows) == done
+    keys = [(r["workers"], r["ps"], r["sync"]) for r in rows]
+    assert len(set(keys)) == done  # each once: the first rows of the grid, in order
+    assert keys[:2] == [("1", "1", "bsp"), ("1", "1", "asp")]
+    assert not list(tmp_path.glob(".rows.csv.*"))  # no temporary file left behind

@@ -236,7 +236,7 @@ def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: i
     """Run the sweep, streaming rows to the files: (the rows, kept when few enough, else
     None; whether Ctrl-C stopped it; the files written; rows finished)."""
     from ddlperf.cli.progress import progress_bar
-    from ddlperf.executors import make_executor
+    from ddlperf.executors import make_executor, sigint_deferred
     from ddlperf.report.rowfile import RowWriter
     from ddlperf.sweep import MIN_POINTS_PER_JOB, iter_sweep
 
@@ -252,11 +252,12 @@ def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: i
         with progress_bar("sweeping", total, progress) as update:
             for rows in iter_sweep(axes, method=method, executor=engine,
                                    progress=lambda n: update(n, total), **fixed):
-                for writer in writers:
-                    writer.write(rows)
-                if keep is not None:
-                    keep.extend(rows)
-                done += len(rows)
+                with sigint_deferred():  # a chunk is in the files and counted, or not at all
+                    for writer in writers:
+                        writer.write(rows)
+                    if keep is not None:
+                        keep.extend(rows)
+                    done += len(rows)
     except KeyboardInterrupt:
         interrupted = True
     except BaseException:

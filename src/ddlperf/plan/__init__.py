@@ -98,7 +98,7 @@ def plan(
     this process). ``rows``: a :class:`ddlperf.report.rowfile.RowWriter` for every candidate's
     row. ``recheck``: how many of the answers to re-predict with the simulator.
     """
-    from ddlperf.executors import Executor, map_grouped
+    from ddlperf.executors import Executor, map_grouped, sigint_deferred
 
     table = prices or load_prices()
     fixed = dict(fixed or {})
@@ -122,13 +122,14 @@ def plan(
     try:
         for kept, errors in map_grouped(executor, evaluate_chunk, feed()):
             chunk = queue.popleft()  # results come back in the order chunks went out
-            result.evaluated += len(chunk)
-            result.errors += errors
-            for i, row in kept:
-                if not row.get("error"):
-                    _account(result, front, chunk[i], row, fixed)
-            if rows is not None:
-                rows.write(row for _i, row in kept)
+            with sigint_deferred():  # a chunk is in the file and counted, or not at all
+                result.evaluated += len(chunk)
+                result.errors += errors
+                for i, row in kept:
+                    if not row.get("error"):
+                        _account(result, front, chunk[i], row, fixed)
+                if rows is not None:
+                    rows.write(row for _i, row in kept)
             if progress is not None:
                 progress(result.evaluated, total)
     except KeyboardInterrupt:
@@ -143,7 +144,12 @@ def plan(
     if result.cheapest is None:
         raise _unmet(target, result)
     if recheck > 0:
-        result.rechecks = _recheck(result, target, recheck, simulate_options or {})
+        try:
+            _recheck(result, target, recheck, simulate_options or {}, result.rechecks)
+        except KeyboardInterrupt:  # the search is complete: keep it and what was re-checked
+            result.interrupted = True
+            result.notes.append(f"interrupted during the simulator's re-check: "
+                                f"{len(result.rechecks)} of the answers re-checked")
     return result
 
 
@@ -202,9 +208,10 @@ def _unmet(target: Target, result: PlanResult) -> InputError:
                       "instance types")
 
 
-def _recheck(result: PlanResult, target: Target, limit: int,
-             options: dict[str, Any]) -> list[dict[str, Any]]:
-    """The cheapest, the fastest, then the front, re-predicted with the simulator."""
+def _recheck(result: PlanResult, target: Target, limit: int, options: dict[str, Any],
+             out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cheapest, the fastest, then the front, re-predicted with the simulator (appended
+    to ``out`` one by one, so an interruption keeps those done)."""
     from ddlperf import api
 
     chosen: list[tuple[str, dict[str, Any]]] = []
@@ -212,7 +219,6 @@ def _recheck(result: PlanResult, target: Target, limit: int,
                        *(("pareto", r) for r in result.front if r["meets"])]:
         if row is not None and all(row is not r for _l, r in chosen):
             chosen.append((label, row))
-    out = []
     for label, row in chosen[:limit]:
         entry: dict[str, Any] = {"which": label, "instance": row["instance"],
                                  "servers": row["servers"], "arch": row["arch"],

@@ -66,7 +66,8 @@ class RowWriter:
             self._flush()
 
     def _flush(self) -> None:
-        if not self._buffer:
+        rows, self._buffer = self._buffer, []  # written once, even if interrupted half-way
+        if not rows:
             return
         if self.format == "csv":
             if self._csv is None:
@@ -75,20 +76,19 @@ class RowWriter:
                                            extrasaction="ignore", lineterminator="\n")
                 self._csv.writeheader()
             self._csv.writerows({k: ("" if v is None else v) for k, v in r.items()}
-                                for r in self._buffer)
+                                for r in rows)
         else:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
             if self._parquet is None:
                 # types from the first rows; a column that is all None there holds text
-                first = pa.Table.from_pylist(self._buffer).select(self.columns or [])
+                first = pa.Table.from_pylist(rows).select(self.columns or [])
                 schema = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type)
                                     else f for f in first.schema])
                 self._parquet = pq.ParquetWriter(self._tmp, schema)
-            table = pa.Table.from_pylist(self._buffer, schema=self._parquet.schema)
+            table = pa.Table.from_pylist(rows, schema=self._parquet.schema)
             self._parquet.write_table(table)
-        self._buffer = []
 
     def close(self) -> Path:
         """Flush, and put the file in place (with whatever rows were written)."""
