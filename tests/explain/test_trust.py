@@ -60,7 +60,7 @@ def test_a_class_without_runs_falls_back_to_the_architecture(tmp_path, monkeypat
         t = trust.trust_for(scenario(model="resnet50", workers=2, ps=1, sync="asp"),
                             "analytic")
         assert t["sources"][0]["scope"] == "architecture"
-        assert t["text"].startswith("No validated run of this class (PS + ASP")
+        assert t["text"].startswith("No emulated dev matrix run of this class (PS + ASP")
         none = trust.trust_for(scenario(model="resnet50", workers=2, arch="allreduce"),
                                "analytic")
         assert none["sources"] == [] and "unchecked estimate" in none["text"]
@@ -89,5 +89,30 @@ def test_published_cluster_results_are_a_second_source(tmp_path, monkeypatch):
         assert "within 12.5%" in t["text"] and "published cluster run with 64 workers" in t[
             "text"]
         assert "outside the validated range" not in t["text"]  # the published run covers 64
+    finally:
+        trust._rows.cache_clear()
+
+
+def test_a_class_missing_from_one_source_only_names_that_source(tmp_path, monkeypatch):
+    """Runs of the class in the dev matrix but not among the published clusters: the text
+    must not say the class was never validated."""
+    fields = ["scenario", "method", "status", "arch", "sync", "staleness", "workers",
+              "bandwidth_bps", "error_pct"]
+    for name, sync in (("validation.csv", "ssp"), ("published.csv", "bsp")):
+        with (tmp_path / name).open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerow({"scenario": name, "method": "analytic", "status": "ok",
+                             "arch": "ps", "sync": sync, "staleness": "2", "workers": 4,
+                             "bandwidth_bps": 1e10, "error_pct": 3.0})
+    monkeypatch.setattr(trust, "DATA", tmp_path)
+    monkeypatch.setattr(trust, "DOCS", tmp_path)
+    trust._rows.cache_clear()
+    try:
+        t = trust.trust_for(scenario(model="resnet50", workers=4, ps=1, sync="ssp",
+                                     staleness=2), "analytic")
+        assert [s["scope"] for s in t["sources"]] == ["class", "architecture"]
+        assert "No validated run" not in t["text"]
+        assert "No published cluster run of this class (PS + SSP" in t["text"]
     finally:
         trust._rows.cache_clear()

@@ -133,7 +133,7 @@ def _sentence(cls_text: str, method: str, label: str, published: str, s: dict[st
             f"(mean |error| {s['mape_pct']:.1f}%) on {runs} {label} run"
             f"{'s' if runs != 1 else ''}{scale} ({published}).")
     if scope != "class":
-        text = f"No validated run of this class ({describe_class(cls)}); " + text
+        text = f"No {label} run of this class ({describe_class(cls)}); " + text
     return text
 
 
