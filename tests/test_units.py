@@ -63,3 +63,14 @@ def test_formatting():
 @given(st.floats(min_value=1e3, max_value=1e13, allow_nan=False))
 def test_bandwidth_round_trip(bits):
     assert parse_bandwidth(format_bandwidth(bits, digits=12)) == pytest.approx(bits, rel=1e-9)
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0.05, "50ms"), (59.0, "59s"), (90.0, "2min"), (3599.0, "1h"), (28800.0, "8h"),
+    (28500.0, "7h 55min"), (100_000.0, "27h 47min"),
+    (1.131e6, "13d 2h"), (172_800.0, "2d"),
+])
+def test_job_lengths_in_hours_and_days(seconds, text):
+    from ddlperf.units import format_long_duration
+
+    assert format_long_duration(seconds) == text

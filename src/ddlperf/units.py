@@ -128,6 +128,21 @@ def format_duration(seconds: float, digits: int = 4) -> str:
     return _scaled(seconds, steps, digits)
 
 
+def format_long_duration(seconds: float) -> str:
+    """A job's length: ``28500`` → ``7h 55min``, ``1.131e6`` → ``13d 2h``; under a minute as
+    :func:`format_duration`."""
+    if seconds < 60:
+        return format_duration(seconds)
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes}min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h" + (f" {minutes:02d}min" if minutes else "")
+    days, hours = divmod(hours, 24)
+    return f"{days}d" + (f" {hours}h" if hours else "")
+
+
 def format_flops(flops: float, digits: int = 4) -> str:
     """``4.1e9`` → ``4.1GFLOP``."""
     steps = [(1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1.0, "FLOP")]

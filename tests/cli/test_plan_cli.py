@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 import yaml
@@ -104,3 +105,20 @@ def test_a_real_ctrl_c_keeps_the_searched_rows_and_says_where(tmp_path, prices):
     assert len(rows) == done
     assert len({(r["instance"], r["servers"], r["arch"], r["ps"], r["sync"])
                 for r in rows}) == done
+
+
+def test_every_flag_a_plan_error_suggests_exists(prices):
+    result = invoke("--throughput", "1e9", "--servers", "1..2", "--budget", "5", "--prices",
+                    str(prices))
+    assert_one_line_error(result, "--throughput", "within the budget")
+    help_text = runner.invoke(app, ["plan", "--help"], env={"COLUMNS": "200"}).stdout
+    for flag in re.findall(r"--[a-z][a-z-]+", result.stderr or result.output):
+        assert flag in help_text, flag
+
+
+def test_job_times_read_in_hours_and_days(prices):
+    result = invoke("--deadline", "8h", "--epochs", "90", "--dataset-size", "1281167",
+                    "--prices", str(prices), "--servers", "1..32", "--recheck", "0")
+    assert result.exit_code == 0, result.output
+    assert "within 8h" in result.stdout and "e+0" not in result.stdout
+    assert re.search(r"\d+h \d\dmin|\d+d \d+h|\d+h ", result.stdout)

@@ -91,6 +91,22 @@ def test_unreachable_target_names_the_best_reachable(table):
     assert text.startswith("--throughput") and "best reachable is" in text
 
 
+def test_with_a_budget_the_best_reachable_is_the_fastest_within_it(table):
+    space = _space(table, servers=range(1, 17))
+    everything = plan(Target(throughput=1), space, prices=table, fixed=FIXED, recheck=0)
+    budget = 20.0  # per hour: leaves out the fastest clusters
+    assert everything.fastest["price_per_hour"] > budget
+    with pytest.raises(InputError) as info:
+        plan(Target(throughput=10_000_000, budget=budget), space, prices=table, fixed=FIXED,
+             recheck=0)
+    text = str(info.value)
+    best = max((r for r in everything.front if r["price_per_hour"] <= budget),
+               key=lambda r: r["throughput_samples_per_s"])
+    assert f"best reachable within it is {best['throughput_samples_per_s']:,.0f} samples/s" \
+        in text
+    assert f"{best['servers']} × {best['instance']}" in text
+
+
 def test_simulate_recheck_of_the_answers(table):
     result = plan(Target(throughput=3000), _space(table, servers=range(1, 9)), prices=table,
                   fixed=FIXED, recheck=2, simulate_options={"iterations": 3, "warmup": 1})

@@ -171,7 +171,7 @@ def _account(result: PlanResult, front: Front, candidate: Candidate, row: dict[s
 
     thr = row["throughput_samples_per_s"]
     best = result.best_reachable
-    if best is None or thr > best["throughput_samples_per_s"]:
+    if best is None or reach_key(row) > reach_key(best):
         result.best_reachable = keep()
     if row.get("within_budget", True):
         front.add(row["cost"], thr, keep)
@@ -187,6 +187,11 @@ def _account(result: PlanResult, front: Front, candidate: Candidate, row: dict[s
         result.fastest = keep()
 
 
+def reach_key(row: dict[str, Any]) -> tuple[bool, float]:
+    """The best reachable: the fastest within the budget (the fastest of all when none is)."""
+    return bool(row.get("within_budget", True)), row["throughput_samples_per_s"]
+
+
 def _unmet(target: Target, result: PlanResult) -> InputError:
     flag = "--throughput" if target.kind == "throughput" else "--deadline"
     best = result.best_reachable
@@ -195,17 +200,26 @@ def _unmet(target: Target, result: PlanResult) -> InputError:
                           "predicted", "check the model and the price table")
     where = (f"{best['servers']} × {best['instance']}, {best['arch']}"
              + (f" with {best['ps']} PS" if best["ps"] else ""))
-    if target.kind == "throughput":
-        reach = f"{best['throughput_samples_per_s']:,.0f} samples/s ({where})"
-    else:
-        from ddlperf.units import format_duration
+    from ddlperf.report.plan_text import money
+    from ddlperf.units import format_long_duration
 
-        reach = f"{format_duration(best['job_s'])} for the job ({where})"
-    budget = " within the budget" if target.budget is not None else ""
-    return InputError(flag, f"no searched cluster meets {target.describe()}{budget}: the best "
-                      f"reachable is {reach}",
-                      "lower the target, raise --max-servers or --budget, or allow more "
-                      "instance types")
+    currency = result.prices.currency
+    if target.kind == "throughput":
+        reach = (f"{best['throughput_samples_per_s']:,.0f} samples/s ({where}, "
+                 f"{money(best['cost'], currency)} per hour)")
+    else:
+        reach = (f"{format_long_duration(best['job_s'])} for the job ({where}, "
+                 f"{money(best['cost'], currency)})")
+    if target.budget is None:
+        scope = ""
+    elif best.get("within_budget", True):
+        scope = " within the budget: the best reachable within it"
+    else:
+        scope = " within the budget: none is within it; the best reachable"
+    scope = scope or ": the best reachable"
+    return InputError(flag, f"no searched cluster meets {target.describe()}{scope} is "
+                      f"{reach}", "lower the target, search more --servers, raise --budget, "
+                      "or allow more instance types")
 
 
 def _recheck(result: PlanResult, target: Target, limit: int, options: dict[str, Any],

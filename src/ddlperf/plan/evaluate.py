@@ -108,7 +108,9 @@ def evaluate_chunk(family: Sequence[Candidate], fixed: dict[str, Any], target: A
     meeting = [(i, r) for i, r in ok if r["meets"]]
     speed = "throughput_samples_per_s"
     if ok:
-        keep.add(max(ok, key=lambda ir: ir[1][speed])[0])
+        from ddlperf.plan import reach_key
+
+        keep.add(max(ok, key=lambda ir: reach_key(ir[1]))[0])
     if meeting:
         keep.add(min(meeting, key=lambda ir: (ir[1]["cost"], -ir[1][speed]))[0])
         keep.add(min(meeting, key=lambda ir: (-ir[1][speed], ir[1]["cost"]))[0])

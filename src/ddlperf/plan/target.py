@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddlperf.errors import InputError
-from ddlperf.units import format_duration
+from ddlperf.units import format_long_duration
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Target:
             text = f"at least {self.throughput:,.0f} samples/s"
         else:
             text = (f"{self.samples:,.0f} samples within "  # type: ignore[str-format]
-                    f"{format_duration(self.deadline_s)}")  # type: ignore[arg-type]
+                    f"{format_long_duration(self.deadline_s)}")  # type: ignore[arg-type]
         if self.budget is not None:
             text += f", budget {self.budget:,.2f}" + (
                 " per hour" if self.throughput is not None else " for the job")

@@ -11,12 +11,12 @@ from rich.text import Text
 
 from ddlperf.io import write_atomic
 from ddlperf.plan import PlanResult
-from ddlperf.units import format_duration
+from ddlperf.units import format_long_duration
 
 MAX_FRONT_ROWS = 12
 
 
-def _money(value: float | None, currency: str) -> str:
+def money(value: float | None, currency: str) -> str:
     if value is None:
         return "-"
     unit = "$" if currency == "USD" else f"{currency} "
@@ -51,9 +51,9 @@ def _answer_table(result: PlanResult, currency: str) -> Table:
         if row is None:
             continue
         cells = [label, _cluster(row), f"{row['throughput_samples_per_s']:,.0f}",
-                 _money(row["price_per_hour"], currency)]
+                 money(row["price_per_hour"], currency)]
         if deadline:
-            cells += [format_duration(row["job_s"]), _money(row["cost"], currency)]
+            cells += [format_long_duration(row["job_s"]), money(row["cost"], currency)]
         table.add_row(*cells)
     return table
 
@@ -89,8 +89,8 @@ def _front_table(result: PlanResult, currency: str) -> Table:
     shown = rows if len(rows) <= MAX_FRONT_ROWS else [
         rows[round(i * (len(rows) - 1) / (MAX_FRONT_ROWS - 1))] for i in range(MAX_FRONT_ROWS)]
     for row in shown:
-        last = _money(row["cost"], currency) if deadline else ("yes" if row["meets"] else "")
-        middle = format_duration(row["job_s"]) if deadline else _money(row["price_per_hour"],
+        last = money(row["cost"], currency) if deadline else ("yes" if row["meets"] else "")
+        middle = format_long_duration(row["job_s"]) if deadline else money(row["price_per_hour"],
                                                                        currency)
         table.add_row(_cluster(row), f"{row['throughput_samples_per_s']:,.0f}", middle, last)
     if len(shown) < len(rows):
