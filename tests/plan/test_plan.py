@@ -114,6 +114,13 @@ def test_simulate_recheck_of_the_answers(table):
     for r in result.rechecks:
         assert r["simulate_p5"] <= r["simulate_throughput"] <= r["simulate_p95"] + 1e-9
         assert abs(r["difference"]) < 0.05  # deterministic, homogeneous: the methods agree
+    assert any("p5–p95 equal the mean" in n for n in result.notes)  # and says why
+    jittered = plan(Target(throughput=3000), _space(table, servers=range(1, 9)), prices=table,
+                    fixed=FIXED, recheck=1, simulate_options={"iterations": 6, "warmup": 1,
+                                                              "jitter": 0.1})
+    spread = jittered.rechecks[0]
+    assert spread["simulate_p5"] < spread["simulate_p95"]
+    assert not any("p5–p95 equal" in n for n in jittered.notes)
 
 
 def test_ctrl_c_keeps_what_finished(tmp_path, table):

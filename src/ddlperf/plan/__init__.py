@@ -146,6 +146,11 @@ def plan(
     if recheck > 0:
         try:
             _recheck(result, target, recheck, simulate_options or {}, result.rechecks)
+            if _no_spread(result.rechecks):
+                result.notes.append(
+                    "re-check: p5–p95 equal the mean: the workload has no per-operation "
+                    "spread (zoo models have none measured), so every simulated iteration is "
+                    "the same; give --jitter (e.g. 0.05) or a profiled --workload for a spread")
         except KeyboardInterrupt:  # the search is complete: keep it and what was re-checked
             result.interrupted = True
             result.notes.append(f"interrupted during the simulator's re-check: "
@@ -220,6 +225,12 @@ def _unmet(target: Target, result: PlanResult) -> InputError:
     return InputError(flag, f"no searched cluster meets {target.describe()}{scope} is "
                       f"{reach}", "lower the target, search more --servers, raise --budget, "
                       "or allow more instance types")
+
+
+def _no_spread(rechecks: list[dict[str, Any]]) -> bool:
+    spreads = [(r.get("simulate_p5"), r.get("simulate_p95")) for r in rechecks
+               if r.get("simulate_p5") is not None]
+    return bool(spreads) and all(p95 - p5 <= 1e-9 * p95 for p5, p95 in spreads)
 
 
 def _recheck(result: PlanResult, target: Target, limit: int, options: dict[str, Any],
