@@ -63,17 +63,30 @@ def _recheck_table(result: PlanResult) -> Table:
                   header_style="bold", box=None, title_style="bold")
     for col in ("", "analytic", "simulate", "p5–p95", "diff", "meets"):
         table.add_column(col, justify="left" if col in ("", "meets") else "right",
-                         no_wrap=True)
+                         no_wrap=col != "", overflow="fold")
     for r in result.rechecks:
+        which = f"{r['which']}: {r['servers']} × {r['instance']}"
         if r.get("error"):
-            table.add_row(r["which"], f"{r['analytic_throughput']:,.0f}", "-", "-", "-",
+            table.add_row(which, f"{r['analytic_throughput']:,.0f}", "-", "-", "-",
                           f"not simulated: {r['error']}")
             continue
-        table.add_row(r["which"], f"{r['analytic_throughput']:,.0f}",
+        table.add_row(which, f"{r['analytic_throughput']:,.0f}",
                       f"{r['simulate_throughput']:,.0f}",
                       f"{r['simulate_p5']:,.0f}–{r['simulate_p95']:,.0f}",
                       f"{100 * r['difference']:+.1f}%", "yes" if r["meets_simulate"] else "NO")
     return table
+
+
+def front_rows_shown(rows: list[dict[str, Any]]) -> list[int]:
+    """Indices of the front's rows for a table: spread over it, and always the cheapest row
+    that meets the target with the one before it (where the target starts to be met)."""
+    if len(rows) <= MAX_FRONT_ROWS:
+        return list(range(len(rows)))
+    spread = {round(i * (len(rows) - 1) / (MAX_FRONT_ROWS - 1)) for i in range(MAX_FRONT_ROWS)}
+    first = next((i for i, r in enumerate(rows) if r["meets"]), None)
+    if first is not None:
+        spread |= {first, max(first - 1, 0)}
+    return sorted(spread)
 
 
 def _front_table(result: PlanResult, currency: str) -> Table:
@@ -86,8 +99,7 @@ def _front_table(result: PlanResult, currency: str) -> Table:
     table.add_column("samples/s", justify="right", no_wrap=True)
     table.add_column("job" if deadline else "per hour", justify="right", no_wrap=True)
     table.add_column("cost" if deadline else "meets", justify="right", no_wrap=True)
-    shown = rows if len(rows) <= MAX_FRONT_ROWS else [
-        rows[round(i * (len(rows) - 1) / (MAX_FRONT_ROWS - 1))] for i in range(MAX_FRONT_ROWS)]
+    shown = [rows[i] for i in front_rows_shown(rows)]
     for row in shown:
         last = money(row["cost"], currency) if deadline else ("yes" if row["meets"] else "")
         middle = format_long_duration(row["job_s"]) if deadline else money(row["price_per_hour"],
