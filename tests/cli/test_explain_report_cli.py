@@ -80,3 +80,18 @@ def test_explain_plan_and_report_never_import_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_analytic_explain_leaves_the_simulator_and_plots_unimported():
+    """Start-up is most of a command's time: ``explain`` with the analytic method imports
+    neither the simulator nor matplotlib."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ddlperf.cli.explain; from ddlperf.explain import explain; "
+            "explain(model='resnet50', workers=64); "
+            "print(sorted(m for m in sys.modules if m.startswith("
+            "('ddlperf.predictors.simulate', 'matplotlib'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -11,7 +11,7 @@ scenario have been from measurements (:mod:`.trust`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ddlperf.explain.loads import (
     ResourceLoad,
@@ -26,7 +26,9 @@ from ddlperf.explain.loads import (
 )
 from ddlperf.explain.whatifs import WhatIf, candidates, evaluate
 from ddlperf.prediction import Prediction
-from ddlperf.predictors.simulate.tracks import TrackLog
+
+if TYPE_CHECKING:  # the simulator is imported only when a timeline is asked for
+    from ddlperf.predictors.simulate.tracks import TrackLog
 
 __all__ = ["Explanation", "WhatIf", "explain"]
 
@@ -64,10 +66,13 @@ def explain(method: str = "analytic", *, what_ifs: bool = True, **kwargs: Any) -
     """Explain one scenario. ``kwargs`` are :func:`ddlperf.api.predict`'s (scenario and
     simulate options); every what-if is predicted with the same method and options."""
     from ddlperf import api
-    from ddlperf.explain.critical_path import critical_path
     from ddlperf.explain.trust import trust_for
 
-    log = TrackLog() if method == "simulate" else None
+    log = None
+    if method == "simulate":
+        from ddlperf.predictors.simulate.tracks import TrackLog
+
+        log = TrackLog()
     base = api.predict(method=method, timeline=log, **kwargs) if log is not None else \
         api.predict(method=method, **kwargs)
     sc = api.scenario(**{k: v for k, v in kwargs.items() if k not in api.SIMULATE_OPTIONS})
@@ -80,7 +85,11 @@ def explain(method: str = "analytic", *, what_ifs: bool = True, **kwargs: Any) -
         quiet = {k: v for k, v in kwargs.items() if k != "trace"}
         changes = evaluate(candidates(sc, base, quiet), base,
                            lambda **kw: api.predict(method=method, **kw))
-    path = critical_path(sc, base, log) if log is not None else None
+    path = None
+    if log is not None:
+        from ddlperf.explain.critical_path import critical_path
+
+        path = critical_path(sc, base, log)
     return Explanation(base, words, loads, shards, imbalance(shards), waits, changes, path,
                        trust_for(sc, method), log)
 
@@ -95,6 +104,7 @@ def simulated_iteration(**kwargs: Any) -> tuple[TrackLog, dict[str, Any] | None]
     jitter — what the HTML report shows next to an analytic explanation."""
     from ddlperf import api
     from ddlperf.explain.critical_path import critical_path
+    from ddlperf.predictors.simulate.tracks import TrackLog
 
     log = TrackLog()
     options = {k: v for k, v in kwargs.items() if k not in ("trace", "iterations", "warmup")}
