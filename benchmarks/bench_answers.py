@@ -17,6 +17,7 @@ The price table here is a benchmark input (made-up prices for six catalog device
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from ddlperf.plan import SearchSpace, Target, plan
@@ -37,6 +38,13 @@ SPACE = SearchSpace(instances=TABLE.instances, servers=range(1, 513), ps=range(1
 TARGET = Target(throughput=20_000)
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process and its finished children: on a loaded machine the wall
+    time says how long a user waited, the CPU time how much work it was."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def bench_explain() -> float:
     from ddlperf.explain import explain
 
@@ -55,11 +63,13 @@ def bench_plan(executor_name: str, jobs: int | None) -> dict[str, float]:
     start = time.perf_counter()
     executor = make_executor(executor_name, jobs=jobs)
     started = time.perf_counter()
+    cpu = cpu_s()
     result = plan(TARGET, SPACE, prices=TABLE, fixed={"model": "resnet50"},
                   executor=executor, recheck=0)
     done = time.perf_counter()
     return {"candidates": result.total, "startup_s": started - start,
-            "search_s": done - started, "per_s": result.total / (done - started)}
+            "search_s": done - started, "per_s": result.total / (done - started),
+            "cpu_s": cpu_s() - cpu}
 
 
 def main() -> None:
@@ -67,6 +77,8 @@ def main() -> None:
     parser.add_argument("--executors", default="local")
     parser.add_argument("--jobs", type=int, default=None)
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} (figures are noisy when it exceeds the "
+          f"{os.cpu_count()} cores)")
     print(f"explain (analytic, resnet50, 64 workers, all what-ifs): "
           f"{bench_explain():.3f} s (target < 1 s)")
     serial = None
@@ -83,7 +95,8 @@ def main() -> None:
             continue
         r = bench_plan(name, args.jobs)
         line = (f"plan, --executor {name}: {r['candidates']:,} candidates in "
-                f"{r['search_s']:.1f} s ({r['per_s']:,.0f}/s), start-up {r['startup_s']:.1f} s")
+                f"{r['search_s']:.1f} s ({r['per_s']:,.0f}/s), start-up {r['startup_s']:.1f} s, "
+                f"CPU {r['cpu_s']:.1f} s (local: this process and its workers)")
         if serial is not None:
             line += f", vs this process ×{serial / r['search_s']:.2f}"
         print(line + (" (target < 30 s)" if name == "local" else ""))
