@@ -38,9 +38,17 @@ def test_cheapest_meets_the_target_directly_and_nothing_cheaper_does(tmp_path, t
     assert direct.throughput_samples_per_s == pytest.approx(
         cheapest["throughput_samples_per_s"], rel=1e-9)
     assert len(rows) == result.total == result.evaluated
-    for row in rows:
-        if float(row["price_per_hour"]) < cheapest["price_per_hour"]:
+    from ddlperf.plan.space import candidates
+
+    cheaper = 0
+    for candidate, row in zip(candidates(_space(table), table), rows, strict=True):
+        assert candidate.describe()["instance"] == row["instance"]
+        if candidate.price_per_hour < cheapest["price_per_hour"]:
             assert row["meets"] == "False", row
+            direct = predict(**candidate.kwargs(FIXED))  # predicted directly, not batched
+            assert direct.throughput_samples_per_s < 3000, row
+            cheaper += 1
+    assert cheaper > 10
     assert result.fastest["throughput_samples_per_s"] == max(
         float(r["throughput_samples_per_s"]) for r in rows if r["meets"] == "True")
 
