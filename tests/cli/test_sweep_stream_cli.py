@@ -38,6 +38,17 @@ def test_big_sweeps_only_stream_to_files(tmp_path, monkeypatch):
                                  "--csv", str(out)), "--json")
 
 
+def test_a_long_sweep_to_a_file_prints_where_not_the_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep_cli, "MAX_TABLE_ROWS", 5)
+    out = tmp_path / "rows.csv"
+    result = invoke("--workers", "1,2,4,8,16,32", "--csv", str(out))
+    assert result.exit_code == 0, result.output
+    assert " ".join(result.stdout.split()) == f"6 rows written to {out}"
+    assert len(_csv(out)) == 6
+    short = invoke("--workers", "1,2,4,8,16", "--csv", str(tmp_path / "short.csv"))
+    assert "ddlperf sweep (5 scenarios" in short.stdout  # short enough for the screen
+
+
 @pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None,
                     reason="needs pyarrow ('ddlperf[parquet]')")
 def test_parquet_and_csv_hold_the_same_rows(tmp_path):

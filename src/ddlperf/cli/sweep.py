@@ -177,9 +177,11 @@ def sweep(
             raise InputError(flag or "--csv", f"{total:,} rows are more than are shown or "
                              f"plotted ({MAX_ROWS_IN_MEMORY:,})",
                              "write them with --csv FILE or --parquet FILE (streamed)")
+    only_files = (csv_path or parquet) and not (json_output or plot or html) \
+        and total > MAX_TABLE_ROWS  # a table that long is read from the file, not the screen
     rows, interrupted, written, done = _run(axes, fixed, method, jobs, executor,
-                                            executor_address, csv_path, parquet, total,
-                                            progress)
+                                            executor_address, csv_path, parquet,
+                                            total, progress, keep_rows=not only_files)
     if interrupted:
         where = ("; they are in " + " and ".join(str(p) for p in written)) if written else ""
         print(f"interrupted: {done:,} of {total:,} rows finished{where}", file=sys.stderr)
@@ -227,11 +229,13 @@ def sweep(
 
 # Rows kept for the table, the plot, --json and --html; bigger sweeps only stream to files.
 MAX_ROWS_IN_MEMORY = 200_000
+# A sweep written to --csv/--parquet with more rows than this prints where they are, not them.
+MAX_TABLE_ROWS = 1_000
 
 
 def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: int,
          executor: str, address: str | None, csv_path: Path | None, parquet: Path | None,
-         total: int, progress: bool | None
+         total: int, progress: bool | None, keep_rows: bool = True
          ) -> tuple[list[dict[str, Any]] | None, bool, list[Path], int]:
     """Run the sweep, streaming rows to the files: (the rows, kept when few enough, else
     None; whether Ctrl-C stopped it; the files written; rows finished)."""
@@ -245,7 +249,8 @@ def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: i
     engine = make_executor(executor, address, jobs or None)
     writers = [RowWriter(path, flag) for path, flag in ((csv_path, "--csv"),
                                                         (parquet, "--parquet")) if path]
-    keep: list[dict[str, Any]] | None = [] if total <= MAX_ROWS_IN_MEMORY else None
+    keep: list[dict[str, Any]] | None = [] if keep_rows and total <= MAX_ROWS_IN_MEMORY \
+        else None
     interrupted = False
     done = 0
     try:
