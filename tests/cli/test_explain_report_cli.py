@@ -66,10 +66,17 @@ def test_report_bad_out_writes_nothing(tmp_path):
     assert_one_line_error(result, "--out")
 
 
-def test_explain_plan_and_report_never_import_torch(tmp_path):
+def _last_line_of_python(code: str) -> str:
+    """Run ``code`` in a fresh interpreter (nothing imported yet); its last line of output."""
     import subprocess
     import sys
 
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_explain_plan_and_report_never_import_torch(tmp_path):
     code = ("import sys, ddlperf.cli; from ddlperf.explain import explain, simulated_iteration; "
             "from ddlperf.report.html import scenario_report; "
             "from ddlperf.plan import SearchSpace, Target, load_prices, plan; "
@@ -77,21 +84,14 @@ def test_explain_plan_and_report_never_import_torch(tmp_path):
             "scenario_report(e, simulated_iteration(workers=4)); t = load_prices(); "
             "plan(Target(throughput=10), SearchSpace(instances=t.instances[:1], "
             "servers=[1, 2]), prices=t, recheck=0); print('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert _last_line_of_python(code) == "False"
 
 
 def test_analytic_explain_leaves_the_simulator_and_plots_unimported():
     """Start-up is most of a command's time: ``explain`` with the analytic method imports
     neither the simulator nor matplotlib."""
-    import subprocess
-    import sys
-
     code = ("import sys, ddlperf.cli.explain; from ddlperf.explain import explain; "
             "explain(model='resnet50', workers=64); "
             "print(sorted(m for m in sys.modules if m.startswith("
             "('ddlperf.predictors.simulate', 'matplotlib'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert _last_line_of_python(code) == "[]"
