@@ -174,6 +174,10 @@ class RayExecutor(_WindowedExecutor):
                          include_dashboard=False, log_to_driver=False,
                          configure_logging=False)
             except Exception as exc:  # ray raises ConnectionError, RuntimeError, ValueError…
+                if not address:  # no address: ray.init starts a local cluster in-process
+                    raise InputError("--executor", "could not start a local Ray cluster: "
+                                     f"{_first_line(exc)}", "retry when the machine is less "
+                                     "busy, or use --executor local") from None
                 raise InputError("--executor-address", f"cannot reach the Ray cluster at "
                                  f"{address}: {_first_line(exc)}",
                                  "start one (ray start --head) or check the address") from None
