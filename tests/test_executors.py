@@ -120,3 +120,14 @@ def test_unreachable_engine_is_one_line(name, module):
     with pytest.raises(InputError) as info:
         make_executor(name, address)
     assert info.value.field == "--executor-address" and "127.0.0.1:9" in str(info.value)
+
+
+def test_a_local_ray_cluster_that_cannot_start_is_one_line_without_an_address():
+    pytest.importorskip("ray")
+    from ddlperf.executors import RayExecutor
+
+    with pytest.raises(InputError) as info:
+        RayExecutor(jobs=-1)  # ray.init refuses a negative CPU count before starting anything
+    assert info.value.field == "--executor"
+    assert "could not start a local Ray cluster" in str(info.value)
+    assert "None" not in str(info.value)

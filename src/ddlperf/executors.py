@@ -176,8 +176,8 @@ class RayExecutor(_WindowedExecutor):
             except Exception as exc:  # ray raises ConnectionError, RuntimeError, ValueError…
                 if not address:  # no address: ray.init starts a local cluster in-process
                     raise InputError("--executor", "could not start a local Ray cluster: "
-                                     f"{_first_line(exc)}", "retry when the machine is less "
-                                     "busy, or use --executor local") from None
+                                     f"{_first_line(exc)}", "give --executor-address of a "
+                                     "running cluster, or use --executor local") from None
                 raise InputError("--executor-address", f"cannot reach the Ray cluster at "
                                  f"{address}: {_first_line(exc)}",
                                  "start one (ray start --head) or check the address") from None
