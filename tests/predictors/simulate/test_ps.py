@@ -7,9 +7,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ddlperf.api import predict
+from ddlperf.api import scenario as api_scenario
 from ddlperf.predictors.simulate.connection import Connection
 from ddlperf.predictors.simulate.engine import Engine
 from ddlperf.predictors.simulate.network import Network
+from ddlperf.predictors.simulate.units import make_units
 from ddlperf.workload import zoo
 from tests.conftest import make_workload
 
@@ -309,3 +311,31 @@ def test_deterministic_asp_workers_stay_in_phase():
     locked = sim(w, **kw).throughput_samples_per_s
     noisy = sim(w, jitter=0.1, **kw).throughput_samples_per_s
     assert locked < 0.8 * bound < noisy
+
+
+@pytest.mark.parametrize("kw", [
+    dict(workers=6, ps=2),
+    dict(workers=6, ps=2, overlap=False),
+    dict(workers=6, ps=2, step_barrier=True),
+    dict(workers=8, gpus_per_node=2, intra="NVLink2", ps=2, transport="40MB/s"),
+    dict(cluster={"workers": [{"count": 3}, {"name": "slow", "count": 2, "speed": 0.6}]},
+         ps=2),
+])
+def test_merged_bsp_pulls_move_as_each_worker_pull_would(kw, monkeypatch):
+    """With noise, a group's BSP pulls run as one weighted connection per shard: the same
+    seed gives the same run as one connection per worker (up to rounding)."""
+    from ddlperf.predictors.simulate import ps
+
+    common = dict(workload=make_workload([(0.002, 0.004, [300_000, 2_048])] * 4), jitter=0.05,
+                  iterations=5, warmup=1, seed=3, method="simulate", **kw)
+    sc = api_scenario(workload=common["workload"], **kw)
+    assert ps.merged_pulls(sc, make_units(sc, individual=True))
+    merged = predict(**common)
+    monkeypatch.setattr(ps, "merged_pulls", lambda sc, units: False)
+    separate = predict(**common)
+    assert merged.iteration_time_s == pytest.approx(separate.iteration_time_s, rel=1e-9)
+    for a, b in zip(merged.workers, separate.workers):
+        assert (a.name, a.iteration_time_s) == (b.name, pytest.approx(b.iteration_time_s,
+                                                                       rel=1e-9))
+    assert dict((r.name, r.utilization) for r in merged.resources) == pytest.approx(
+        dict((r.name, r.utilization) for r in separate.resources), rel=1e-9)

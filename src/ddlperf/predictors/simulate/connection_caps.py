@@ -39,13 +39,16 @@ class ConnectionCaps:
         self._per_server: dict[tuple[int, int, str], Link] = {}
         self.by_resource: dict[str, list[Link]] = {}
 
-    def link(self, unit: Unit, shard: ShardPlan, direction: str) -> tuple[Link, ...]:
-        """The cap link of ``unit``'s connection to (push) or from (pull) ``shard``."""
+    def link(self, unit: Unit, shard: ShardPlan, direction: str,
+             copies: int | None = None) -> tuple[Link, ...]:
+        """The cap link of ``unit``'s connection to (push) or from (pull) ``shard``;
+        ``copies``: the GPUs of a connection that stands for more than ``unit`` (merged BSP
+        pulls of a group, without local aggregation)."""
         if not math.isfinite(self.cap):
             return ()
         name = f"{shard.name} {direction} connection"
         if not aggregates(self.sc, unit.group):
-            link = self.net.add_link(self.cap, name, copies=unit.count)
+            link = self.net.add_link(self.cap, name, copies=copies or unit.count)
         elif unit.servers:
             link = self.net.add_link(self.cap, name, copies=unit.servers)
         else:

@@ -12,6 +12,10 @@ crosses it, so max-min fairness splits them as they are split for real:
 
 Copies are exact because every flow of a unit loads all copies of every link on its path alike
 (see :mod:`.units`).
+
+``shared_down``: every worker of a group receives the same messages at the same times (BSP
+pulls), so the group's NIC and fabric downlinks are one link each (``copies`` = its servers,
+its workers), which the shards' pull connections to the group cross as one weighted flow.
 """
 
 from __future__ import annotations
@@ -26,10 +30,19 @@ from ddlperf.scenario import Scenario, ShardPlan
 class ServerLinks:
     """Fabric, NIC and rack links of every unit, and the paths between units and shards."""
 
-    def __init__(self, sc: Scenario, units: list[Unit], net: Network) -> None:
+    def __init__(self, sc: Scenario, units: list[Unit], net: Network,
+                 shared_down: bool = False) -> None:
         self.sc = sc
         self.units = units
         self._server_nics: dict[int, Nic] = {}
+        #: per group (by id): its downlinks as one link (NIC, fabric or None), see shared_down
+        self.group_down: dict[int, tuple[Link, Link | None]] = {}
+        if shared_down:
+            for g in sc.groups:
+                self.group_down[id(g)] = (
+                    net.add_link(g.nic_down, f"{g.nic_name('nic')}–… down", copies=g.servers),
+                    None if g.intra is None else
+                    net.add_link(g.intra, f"{g.intra_name()}–… down", copies=g.count))
         self._rack_links: dict[int, Nic] = {}
         self.nic: list[Nic] = []
         self.intra: list[Nic | None] = []
@@ -38,17 +51,20 @@ class ServerLinks:
         racks = sc.racks
         for unit in units:
             g = unit.group
+            shared = self.group_down.get(id(g))
             if unit.servers:
-                self.nic.append(net.add_nic(g.nic_name("nic", unit.server - g.first_server),
-                                            g.nic_up, g.nic_down, copies=unit.servers))
+                self.nic.append(self._nic(net, g.nic_name("nic", unit.server - g.first_server),
+                                          g.nic_up, g.nic_down, unit.servers, shared))
             else:
                 nic = self._server_nics.get(unit.server)
                 if nic is None:
-                    nic = self._server_nics[unit.server] = net.add_nic(
-                        g.nic_name("nic", unit.server - g.first_server), g.nic_up, g.nic_down)
+                    nic = self._server_nics[unit.server] = self._nic(
+                        net, g.nic_name("nic", unit.server - g.first_server), g.nic_up,
+                        g.nic_down, 1, shared)
                 self.nic.append(nic)
-            self.intra.append(None if g.intra is None else
-                              net.add_nic(f"{unit.label} intra", g.intra, copies=unit.count))
+            self.intra.append(None if g.intra is None else self._nic(
+                net, f"{unit.label} intra", g.intra, g.intra, unit.count,
+                None if shared is None else (shared[1], None)))
             if racks is None:
                 self.rack.append(None)
                 self.rack_of.append(None)
@@ -65,6 +81,20 @@ class ServerLinks:
             else:  # a lockstep run of whole racks: one object for all of them
                 self.rack.append(net.add_nic(f"rack{first}–{last}", racks.up, racks.down,
                                              copies=last - first + 1))
+
+    @staticmethod
+    def _nic(net: Network, name: str, up: float, down: float, copies: int,
+             shared: tuple[Link | None, Link | None] | None) -> Nic:
+        """A NIC (or fabric link) pair; its downlink the group's shared one where there is."""
+        if shared is None:
+            return net.add_nic(name, up, down, copies=copies)
+        assert shared[0] is not None
+        return Nic(net.add_link(up, f"{name}.up", copies), shared[0])
+
+    def group_from_shard(self, unit: Unit, shard_nic: Nic) -> tuple[Link, ...]:
+        """Links from a dedicated shard to every GPU of ``unit``'s group (``shared_down``)."""
+        nic, intra = self.group_down[id(unit.group)]
+        return (shard_nic.up, nic) if intra is None else (shard_nic.up, nic, intra)
 
     def to_shard(self, u: int, shard: ShardPlan, shard_nic: Nic) -> tuple[Link, ...]:
         """Links from unit ``u``'s GPUs to ``shard`` (empty: no link at all, a one-GPU host

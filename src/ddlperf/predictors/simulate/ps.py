@@ -124,7 +124,8 @@ class PSModel:
 
         # Nodes: a compute stream per unit; fabric, NIC and rack links as the servers have
         # them; every shard its own update processor, dedicated shards their own NIC.
-        self.links = links = ServerLinks(sc, units, net)
+        merged = merged_pulls(sc, units)
+        self.links = links = ServerLinks(sc, units, net, shared_down=merged)
         self.workers: list[PSWorker] = []
         for unit in units:
             records = None if log is None else log.add(unit.names, "compute", "compute")
@@ -150,9 +151,17 @@ class PSModel:
         self.update_busy = [0.0] * len(sc.shards)
         self.warm_at = 0.0
 
-        # Connections: worker unit → shard (push) and shard → worker unit (pull); none where
-        # no link lies between them (a one-GPU host and its own shard). The transport's cap
-        # is one more link on each connection's path.
+        # Connections: worker unit → shard (push) and shard → recipient (pull); none where
+        # no link lies between them (a one-GPU host and its own shard). A recipient is a unit,
+        # or with merged BSP pulls all units of a group (see merged_pulls). The transport's
+        # cap is one more link on each connection's path.
+        if merged:
+            groups: dict[int, list[int]] = {}
+            for unit in units:
+                groups.setdefault(id(unit.group), []).append(unit.index)
+            self.recipients = list(groups.values())
+        else:
+            self.recipients = [[unit.index] for unit in units]
         self.caps = caps = ConnectionCaps(sc, net)
         self.push_conn: list[list[Connection | None]] = []
         self.pull_conn: list[list[Connection | None]] = [[] for _ in sc.shards]
@@ -163,17 +172,32 @@ class PSModel:
                 to_shard = links.to_shard(unit.index, shard, self.shard_nic[k])
                 if not to_shard:
                     row.append(None)
-                    self.pull_conn[k].append(None)
+                    if not merged:
+                        self.pull_conn[k].append(None)
                     continue
-                up, down = self._connection_tracks(unit, shard.name, log)
+                up = self._connection_tracks(unit, shard.name, "push", log)
                 row.append(Connection(net, to_shard + caps.link(unit, shard, "push"),
                                       unit.count, alpha, self._pushed,
                                       f"{unit.label}→{shard.name}", up))
-                from_shard = links.from_shard(unit.index, shard, self.shard_nic[k])
-                self.pull_conn[k].append(Connection(
-                    net, from_shard + caps.link(unit, shard, "pull"), unit.count,
-                    alpha, self._pulled, f"{shard.name}→{unit.label}", down))
+                if not merged:
+                    down = self._connection_tracks(unit, shard.name, "pull", log)
+                    from_shard = links.from_shard(unit.index, shard, self.shard_nic[k])
+                    self.pull_conn[k].append(Connection(
+                        net, from_shard + caps.link(unit, shard, "pull"), unit.count,
+                        alpha, self._pulled, f"{shard.name}→{unit.label}", down))
             self.push_conn.append(row)
+        if merged:
+            for shard in sc.shards:
+                for members in self.recipients:
+                    first = units[members[0]]
+                    count = sum(units[v].count for v in members)
+                    down = None
+                    for v in members:  # every worker keeps its own trace rows
+                        down = self._connection_tracks(units[v], shard.name, "pull", log, down)
+                    path = links.group_from_shard(first, self.shard_nic[shard.index])
+                    self.pull_conn[shard.index].append(Connection(
+                        net, path + caps.link(first, shard, "pull", copies=count), count,
+                        alpha, self._pulled, f"{shard.name}→{first.group.name}", down))
         self.local = LocalAggregation(self, alpha) if sc.strategy.local_aggregation else None
 
         # Aggregation state.
@@ -184,23 +208,28 @@ class PSModel:
         self.gate = (StalenessGate(self.staleness, len(units), self._released, self._held)
                      if self.sync == "ssp" else None)
 
+    @staticmethod
     def _connection_tracks(
-        self, unit: Unit, shard: str, log: TrackLog | None
-    ) -> tuple[list[OpRecord] | None, list[OpRecord] | None]:
-        """Trace rows of a unit's connection to ``shard``: on the workers' processes for
-        one-GPU hosts, on the servers' (one track per server NIC) for multi-GPU servers."""
+        unit: Unit, shard: str, kind: str, log: TrackLog | None,
+        records: list[OpRecord] | None = None,
+    ) -> list[OpRecord] | None:
+        """Trace rows of a unit's push (``kind`` "push") or pull connection with ``shard``
+        (sharing ``records`` if given): on the workers' processes for one-GPU hosts, on the
+        servers' (one track per server NIC) for multi-GPU servers."""
         if log is None:
-            return None, None
+            return None
         if unit.group.kind == "workers":
             owners, prefix = unit.names, ""
         else:
             owners = unit.server_names
             prefix = "nic " + ("" if unit.servers else f"({unit.label}) ")
-        up = log.add(owners, f"{prefix}uplink → {shard}", "push")
-        log.add([shard], f"downlink ← {unit.label}", "push", up)
-        down = log.add(owners, f"{prefix}downlink ← {shard}", "pull")
-        log.add([shard], f"uplink → {unit.label}", "pull", down)
-        return up, down
+        if kind == "push":
+            rows = log.add(owners, f"{prefix}uplink → {shard}", "push", records)
+            log.add([shard], f"downlink ← {unit.label}", "push", rows)
+        else:
+            rows = log.add(owners, f"{prefix}downlink ← {shard}", "pull", records)
+            log.add([shard], f"uplink → {unit.label}", "pull", rows)
+        return rows
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -291,13 +320,13 @@ class PSModel:
             self.update_busy[k] += min(duration, now - self.warm_at)
         if u < 0:  # BSP: every worker gets the new value
             if self.overlap and not self.barrier:
-                for v in range(len(self.units)):
+                for v in range(len(self.recipients)):
                     self._send_pull(j, k, v, t)
             else:
                 self.updates_left -= 1
                 if self.updates_left == 0:
                     self.updates_left = self.total_parts
-                    for v in range(len(self.units)):
+                    for v in range(len(self.recipients)):
                         self._pull_all(v, t)
         elif self.overlap:
             self._may_read(j, k, u, t)
@@ -308,14 +337,15 @@ class PSModel:
                 self._may_read_all(u, t)
 
     def _pull_all(self, u: int, t: int) -> None:
-        """Every part this worker needs: in forward order with overlap off (forward waits for
-        all of them), in the order the shards applied them (gradient order) after a step
+        """Every part recipient ``u`` needs: in forward order with overlap off (forward waits
+        for all of them), in the order the shards applied them (gradient order) after a step
         barrier, as the analytic model's FIFOs have it."""
         for j in (self.gradient_tensors if self.barrier else self.forward_tensors):
             for k, _ in self.parts[j]:
                 self._send_pull(j, k, u, t)
 
     def _send_pull(self, j: int, k: int, u: int, t: int) -> None:
+        """Part (j, k) to recipient ``u`` (a unit, except with merged BSP pulls)."""
         conn = self.pull_conn[k][u]
         if conn is None:  # own host: no network
             self._got(j, u)
@@ -326,11 +356,13 @@ class PSModel:
         conn.send(size, (j, u, t), self.tensor_names[j], t)
 
     def _pulled(self, payload: tuple[int, int, int]) -> None:
-        j, u, t = payload
-        if self.local is not None and self.local.applies[u]:
-            self.local.slice_pulled(u, j, t)
-        else:
-            self._got(j, u)
+        j, r, t = payload
+        local = self.local
+        for u in self.recipients[r]:
+            if local is not None and local.applies[u]:
+                local.slice_pulled(u, j, t)
+            else:
+                self._got(j, u)
 
     def got_tensor(self, j: int, u: int) -> None:
         """Every part of tensor ``j`` is back on unit ``u`` (after the local all-gather)."""
@@ -365,3 +397,19 @@ class PSModel:
         out += server_link_shares(self.units, self.links, share,
                                   skip={id(nic) for nic in self.shard_nic})
         return out
+
+
+def merged_pulls(sc: Scenario, units: list[Unit]) -> bool:
+    """Whether a group's BSP pulls run as one connection per shard (exact).
+
+    Under BSP every worker gets every update at the same time, so the pulls of one group's
+    workers are identical message streams over identical links (a dedicated shard's uplink,
+    the workers' NIC and fabric downlinks, which carry nothing else): max-min fairness gives
+    them identical rates, and one flow of weight = the group's workers over downlinks with
+    that many copies moves exactly as they do. Worth it only where a group was split into
+    units (noise); not with colocated shards, local aggregation or racks (their downlinks
+    carry other traffic too).
+    """
+    return (sc.strategy.effective_sync == "bsp" and not sc.strategy.local_aggregation
+            and sc.racks is None and all(shard.host is None for shard in sc.shards)
+            and len(units) > len(sc.groups))
