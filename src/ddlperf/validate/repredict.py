@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,8 @@ from ddlperf.errors import InputError
 from ddlperf.io import write_atomic
 from ddlperf.validate.compare import METHODS, prediction_entry, summarize
 from ddlperf.validate.plan import Plan, plan_matrix
-from ddlperf.validate.results import ValidationRun, clean_json, write_results
+from ddlperf.validate.results import Progress, ValidationRun, clean_json, write_results
 from ddlperf.workload import Workload
-
-Progress = Callable[[dict[str, Any]], None]
 
 
 def _same_setup(plan: Plan, recorded: dict[str, Any]) -> bool:

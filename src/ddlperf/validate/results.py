@@ -7,6 +7,7 @@ import json
 import math
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,9 @@ from typing import Any
 from ddlperf.errors import InputError
 from ddlperf.io import prepare_output_dir, write_atomic
 from ddlperf.validate.compare import summarize
+
+#: Called with one event dict per step of a validation run (the CLI draws its bars from them).
+Progress = Callable[[dict[str, Any]], None]
 
 RESULTS_FORMAT = "ddlperf.validation/1"
 

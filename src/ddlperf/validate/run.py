@@ -20,6 +20,7 @@ from ddlperf.validate.compare import METHODS, compare, summarize
 from ddlperf.validate.matrix_file import load_matrix
 from ddlperf.validate.plan import Plan, plan_matrix
 from ddlperf.validate.results import (
+    Progress,
     ValidationRun,
     clean_json,
     machine_info,
@@ -31,7 +32,6 @@ from ddlperf.validate.results import (
 from ddlperf.workload import Workload
 
 RATES = ("configured", "probed")
-Progress = Callable[[dict[str, Any]], None]
 
 
 def _fresh_dir(directory: Path) -> None:
