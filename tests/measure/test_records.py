@@ -174,6 +174,22 @@ def test_summary_bottleneck_compute_and_straggler() -> None:
     assert m.workers[1].wait_s == pytest.approx(0.7)
 
 
+def test_summary_notes_workers_that_waited_for_a_cpu() -> None:
+    """The trainers' run-queue seconds per phase: a worker that waited for a CPU 30% of its
+    iteration is named with its share; one at 1% is not."""
+    records = []
+    for t in range(5):
+        for name, wait in (("w0", 0.15), ("w1", 0.005)):
+            r = _iteration(name, t, t, 1.0, compute=0.5)
+            r.update(forward_runqueue_s=wait, backward_runqueue_s=wait)
+            records.append(r)
+    notes = [n for n in rec.summarize(records, _context("allreduce")).notes
+             if "waited for a CPU" in n]
+    assert len(notes) == 1 and "w0 30%" in notes[0] and "w1" not in notes[0]
+    plain = [_iteration(n, t, t, 1.0, compute=0.5) for t in range(5) for n in ("w0", "w1")]
+    assert not any("CPU" in n for n in rec.summarize(plain, _context("allreduce")).notes)
+
+
 def test_a_ring_link_bottleneck_is_named_like_the_predictors_name_it() -> None:
     records = [_iteration(n, t, t, 1.0, compute=0.2) for t in range(4) for n in ("w0", "w1")]
     assert rec.summarize(records, _context("allreduce")).bottleneck == "ring (ps0 downlink)"

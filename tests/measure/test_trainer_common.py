@@ -106,3 +106,24 @@ def test_nccl_without_a_cuda_gpu_is_one_line(monkeypatch) -> None:
     with pytest.raises(SystemExit, match="nccl needs a CUDA GPU"):
         compute_device({"backend": "nccl", "compute": "emulated"})
     assert compute_device({"backend": "gloo", "compute": "real"}) == "cpu"
+
+
+def test_cpu_clock_separates_running_from_sleeping() -> None:
+    """A busy loop is the thread's CPU; a sleep is not (CPU seconds, not wall-clock)."""
+    import time
+
+    from ddlperf.measure.trainer_common import CpuClock
+
+    clock = CpuClock()
+    x = 0
+    for i in range(300_000):
+        x += i * i
+    busy = clock.lap("busy")
+    time.sleep(0.05)
+    idle = clock.lap("idle")
+    assert set(busy) >= {"busy_process_cpu_s", "busy_thread_cpu_s", "busy_thread_sys_s"}
+    assert busy["busy_thread_cpu_s"] > 0
+    assert busy["busy_process_cpu_s"] >= busy["busy_thread_cpu_s"] * 0.9
+    assert idle["idle_thread_cpu_s"] < busy["busy_thread_cpu_s"]
+    if Path("/proc/thread-self/schedstat").exists():
+        assert busy["busy_runqueue_s"] >= 0

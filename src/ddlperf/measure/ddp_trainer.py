@@ -35,6 +35,7 @@ from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,
     REAL_GPU_LABEL,
     REAL_LABEL,
+    CpuClock,
     NetCounter,
     Recorder,
     Status,
@@ -91,18 +92,22 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
     fault = fault_for(me["name"])
     status.set("barrier")
     dist.barrier()
+    cpu = CpuClock()
     for t in range(total_iterations(spec)):
         maybe_fault(fault, t, status)
         state.update(ready=0, last=0.0, t=t)
         status.set("compute", t)
         start_wall, start = time.time(), time.perf_counter()
         wire0 = net.read()
+        cpu.lap("between")
         loss = forward_loss(ddp)
         synchronize(device)
         forward_end = time.perf_counter()
+        cpu_s = cpu.lap("forward")
         loss.backward()  # returns once DDP's last bucket is all-reduced
         synchronize(device)
         backward_end = time.perf_counter()
+        cpu_s.update(cpu.lap("backward"))
         grads_ready = state["last"] or backward_end
         status.set("compute", t)
         if optimizer is not None:
@@ -112,6 +117,7 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
             time.sleep(update_s)
         synchronize(device)
         end = time.perf_counter()
+        cpu_s.update(cpu.lap("update"))
         wire1 = net.read()
         wire = {} if wire0 is None or wire1 is None else {
             "wire_sent_bytes": wire1[0] - wire0[0], "wire_received_bytes": wire1[1] - wire0[1]}
@@ -127,7 +133,7 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
             "payload_sent_bytes": payload["sent"], "payload_received_bytes": payload["sent"],
             "remote_payload_bytes": payload["remote"],
             "compute": EMULATED_LABEL if emulated else (REAL_GPU_LABEL if on_gpu else REAL_LABEL),
-            "device": device, **wire, **phases,
+            "device": device, **wire, **phases, **cpu_s,
         })
     if hook is not None:
         hook.close()

@@ -47,6 +47,7 @@ from ddlperf.measure.compute import WorkerCompute, make_flat, worker_compute
 from ddlperf.measure.traffic import rank_payload
 from ddlperf.measure.trainer_common import (
     GRAD_TAG,
+    CpuClock,
     NetCounter,
     Recorder,
     Status,
@@ -148,6 +149,7 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
     start, start_wall = time.perf_counter(), time.time()
     wire0 = net.read()
     total = total_iterations(spec)
+    cpu = CpuClock()
     for t in range(total):
         maybe_fault(fault, t, status)
         waited = [0.0]
@@ -167,10 +169,12 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
         if not overlap:
             wait_pull(forward_order)
         status.set("compute", t)
+        cpu_s = cpu.lap("before")
         step_began = time.perf_counter()
         timings = compute.step(wait_pull, exchange.push if overlap else deferred.append,
                                after_forward)
         step_s = time.perf_counter() - step_began
+        cpu_s.update(cpu.lap("step"))
         in_step_wait = waited[0]
         for j in deferred:
             exchange.push(j)
@@ -182,6 +186,7 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
         pending = following
         pull_s = wait_works(pending, first, t + 1)
         now = time.perf_counter()
+        cpu_s.update(cpu.lap("exchange"))
         wire1 = net.read()
         wire = {} if wire0 is None or wire1 is None else {
             "wire_sent_bytes": wire1[0] - wire0[0], "wire_received_bytes": wire1[1] - wire0[1]}
@@ -192,6 +197,7 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
             "pull_wait_s": pull_s + in_step_wait, "push_wait_s": push_s,
             "payload_sent_bytes": exchange.payload, "payload_received_bytes": exchange.payload,
             "remote_payload_bytes": exchange.remote, "compute": compute.label, **wire,
+            **cpu_s,
         })
         start, start_wall, wire0 = now, start_wall + (now - start), wire1
     wait_works(pending, forward_order, total)  # the final parameters

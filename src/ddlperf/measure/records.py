@@ -38,6 +38,7 @@ from ddlperf.prediction import Prediction, ResourceUse, WorkerResult, busiest
 
 COMPUTE_BOUND_SHARE = 0.05  # below this share of the iteration, communication is not the story
 OVER_RATE = 1.05  # above this a link carried more than its configured rate allows
+CPU_WAIT_SHARE = 0.05  # a rank that waited for a CPU longer than this share is noted
 QUANTILES = {"p5": 0.05, "p25": 0.25, "p50": 0.5, "p75": 0.75, "p95": 0.95}
 
 
@@ -202,6 +203,7 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
         steady, ssp_notes = ssp_steady(steady, waits)
         notes += ssp_notes
     medians = {n: _median(float(r["duration_s"]) for r in its) for n, its in steady.items()}
+    notes += cpu_wait_notes(steady, medians)
     computes = {n: _median(float(r["compute_s"]) for r in its) for n, its in steady.items()}
     slowest_compute = max(computes.values())
     workers: list[WorkerResult] = []
@@ -262,6 +264,26 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
         percentiles=percentiles,
         kind="measurement",
     )
+
+
+def cpu_wait_notes(steady: dict[str, list[dict[str, Any]]], medians: dict[str, float]
+                   ) -> list[str]:
+    """A note when a worker's thread waited on a run queue for more than
+    :data:`CPU_WAIT_SHARE` of its iteration (the trainers' ``*_runqueue_s`` fields): the
+    machine's cores were oversubscribed, so its steps ran slower than on a host of its own."""
+    shares = {}
+    for name, its in steady.items():
+        waits = [sum(float(v) for k, v in r.items() if k.endswith("_runqueue_s")) for r in its
+                 if any(k.endswith("_runqueue_s") for k in r)]
+        if waits and medians.get(name, 0.0) > 0:
+            shares[name] = _median(waits) / medians[name]
+    over = {n: v for n, v in shares.items() if v > CPU_WAIT_SHARE}
+    if not over:
+        return []
+    listed = ", ".join(f"{n} {v:.0%}" for n, v in sorted(over.items()))
+    return [f"waited for a CPU (run queue) for part of each iteration: {listed}; this "
+            "machine's cores were oversubscribed (other ranks or jobs), so those steps took "
+            "longer than on hosts of their own"]
 
 
 def _resources(links: dict[str, dict[str, Any]], medians: dict[str, float],

@@ -209,6 +209,53 @@ class NetCounter:
         return None
 
 
+class CpuClock:
+    """CPU seconds of this process and of the calling thread (its kernel part too), and the
+    seconds the thread waited on a run queue (``/proc/thread-self/schedstat``), read at phase
+    boundaries.
+
+    They tell the ways a step can be slower than its profile apart: a thread that waited for
+    a CPU (``runqueue_s``: the machine was oversubscribed, other ranks or jobs ran), one that
+    ran longer (``thread_cpu_s``: slower per instruction, or more work), kernel work done on
+    the thread (``thread_sys_s``: sockets, and on veth the receiver's network stack too), and
+    what the rank's other threads (gloo's, the PS's senders) cost (``process_cpu_s`` −
+    thread). One read is a few µs: per phase, never per tensor. Where schedstat is missing
+    the wait is absent.
+    """
+
+    def __init__(self) -> None:
+        self._mark = self.now()
+
+    @staticmethod
+    def now() -> tuple[float, float, float, float | None]:
+        """(process CPU s, thread CPU s, thread kernel CPU s, thread run-queue wait s or
+        None)."""
+        import resource
+
+        process = time.process_time()
+        usage = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
+        try:
+            with open("/proc/thread-self/schedstat") as fh:
+                wait_ns = fh.read().split()[1]
+            wait: float | None = int(wait_ns) / 1e9
+        except (OSError, ValueError, IndexError):
+            wait = None
+        return process, usage.ru_utime + usage.ru_stime, usage.ru_stime, wait
+
+    def lap(self, prefix: str) -> dict[str, float]:
+        """CPU figures since the previous lap (or creation), as record fields
+        ``<prefix>_process_cpu_s``, ``<prefix>_thread_cpu_s``, ``<prefix>_thread_sys_s``,
+        ``<prefix>_runqueue_s``."""
+        now, before = self.now(), self._mark
+        self._mark = now
+        out = {f"{prefix}_process_cpu_s": now[0] - before[0],
+               f"{prefix}_thread_cpu_s": now[1] - before[1],
+               f"{prefix}_thread_sys_s": now[2] - before[2]}
+        if now[3] is not None and before[3] is not None:
+            out[f"{prefix}_runqueue_s"] = now[3] - before[3]
+        return out
+
+
 # ----------------------------------------------------------------------------- faults
 
 
