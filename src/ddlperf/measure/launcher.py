@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ddlperf.errors import InputError
+from ddlperf.measure import cpu_precedence
 from ddlperf.measure.records import append_record, read_records
 from ddlperf.measure.traffic import expected_flows, host_links, link_loads
 from ddlperf.measure.trainer_common import (
@@ -232,6 +233,7 @@ def run_emulated(
                 proc = cluster.popen(entry["host"], argv, stdin=subprocess.DEVNULL,
                                      stdout=handle, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
+            cpu_precedence.claim(proc.pid)
             ranks.append(_Rank(entry, proc, log, time.monotonic()))
             if gated:
                 gate.expect(entry)

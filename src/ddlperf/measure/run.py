@@ -32,7 +32,7 @@ from ddlperf.api import make_cluster, make_strategy, make_workload, worker_defau
 from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
 from ddlperf.io import prepare_output_dir, write_atomic
-from ddlperf.measure import servers
+from ddlperf.measure import cpu_precedence, servers
 from ddlperf.measure.counters import link_counts
 from ddlperf.measure.launcher import (
     RunFailed,
@@ -393,7 +393,8 @@ def _single_real(net: Any, spec: dict[str, Any], spec_path: Path, hosts: list[An
             str(max(1, min(warmup, 3)))]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = net.popen(best.name, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                     text=True, env=env)
+                     text=True, env=env, start_new_session=True)
+    cpu_precedence.claim(proc.pid)  # timed like the ranks it is compared with
     try:
         stdout, stderr = proc.communicate(timeout=timeout + 30 * count)
     except subprocess.TimeoutExpired:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlperf.errors import InputError
+from ddlperf.measure import cpu_precedence
 from ddlperf.validate.plan import Plan
 from ddlperf.workload import Workload, load_workload
 
@@ -72,10 +73,15 @@ def profile_real(plan: Plan, path: Path) -> Workload:
     argv = [sys.executable, "-m", "ddlperf", "profile", "--model", str(plan.model),
             "--batch-size", str(plan.workload.batch_size), "--threads", "1", "--warmup", "3",
             "--repetitions", str(plan.profile_repetitions), "--out", str(path)]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=_env_one_thread(),
-                          timeout=600)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env_one_thread(), start_new_session=True)
+    cpu_precedence.claim(proc.pid)  # the ranks it stands for run with precedence too
+    try:
+        _, stderr = proc.communicate(timeout=600)
+    finally:
+        _stop([proc])
     if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        tail = (stderr.strip().splitlines() or ["?"])[-1]
         raise RuntimeError(f"profiling {plan.model} failed: {tail}")
     workload = load_workload(path, field="profile")
     provenance = dict(workload.provenance)
@@ -100,7 +106,9 @@ def _start_timers(commands: list[list[str]]) -> list[subprocess.Popen[str]]:
     for command in commands:
         procs.append(subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=_env_one_thread()))
+            stderr=subprocess.PIPE, text=True, env=_env_one_thread(),
+            start_new_session=True))
+        cpu_precedence.claim(procs[-1].pid)
     for proc in procs:  # each prints "ready" once torch and the model are loaded
         assert proc.stdout is not None
         if proc.stdout.readline().strip() != "ready":
