@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ddlperf.errors import InputError
-from ddlperf.measure import cgroups, emulated, netns, shaping
+from ddlperf.measure import cgroups, cpu_precedence, emulated, netns, shaping
 from ddlperf.measure.emulated import EmulatedCluster, HostSpec
 from ddlperf.measure.probe import GOODPUT_FACTOR, expected_goodput, probe_all, probe_flows
 from tests.conftest import leftovers, netns_skip_reason
@@ -216,6 +216,8 @@ def test_cpu_quota_limits_a_cpu_bound_loop(cluster3):
     stat = dict(line.split() for line in
                 (cluster3.cgroup("b") / "cpu.stat").read_text().splitlines())
     assert int(stat["nr_throttled"]) > 0, stat
+    # the quota is what it gets: the host weighs as the cluster's ranks do, not as one job
+    assert int((cluster3.cgroup("b") / "cpu.shares").read_text()) == cpu_precedence.WEIGHT
 
 
 @root

@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+from ddlperf.measure import cpu_precedence
 from ddlperf.measure.netns import kill_pids
 
 CPU_ROOT = Path("/sys/fs/cgroup/cpu")
@@ -29,11 +30,14 @@ def available() -> bool:
 
 
 def create(path: Path, fraction: float | None) -> None:
-    """Make the cgroup at ``path`` (parents too); set a quota when ``fraction`` is given."""
+    """Make the cgroup at ``path`` (parents too); set a quota when ``fraction`` is given, and
+    the emulated cluster's precedence over other jobs (:mod:`ddlperf.measure.cpu_precedence`)
+    as its weight, so that the quota is what its processes get."""
     path.mkdir(parents=True, exist_ok=True)
     if fraction is not None:
         (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
         (path / "cpu.cfs_quota_us").write_text(str(quota_us(fraction)))
+        (path / "cpu.shares").write_text(str(cpu_precedence.WEIGHT))
 
 
 def add_pid(path: Path, pid: int) -> None:

@@ -13,7 +13,8 @@ the profile said 0.63 s, and with the ranks' groups given precedence the same ru
 So every process whose timing is ground truth — trainer ranks, the single-worker baseline,
 the in-session profile and step timers — is started in its own session and given
 :data:`NICE` for its whole group (all its threads: gloo's, the PS's senders) and for each of
-its threads (kernels without autogroup). Processes of the emulated cluster compete with each
+its threads (kernels without autogroup); a quota'd host's cgroup gets the same weight
+(:data:`WEIGHT`), so its quota is what it gets. Processes of the emulated cluster compete with each
 other as equals, as before; only unrelated jobs yield. Without the privilege (not root) or
 on another OS nothing changes, and :func:`claim` says so.
 """
@@ -25,6 +26,11 @@ import os
 from pathlib import Path
 
 NICE = -20  # the strongest precedence: each group weighs ~87 nice-0 groups
+# The kernel's scheduling weight of nice -20 (sched_prio_to_weight): what a CPU cgroup of the
+# cluster (a quota'd host) gets as cpu.shares. Autogroups apply only to processes in the root
+# cgroup, so a quota'd host's ranks would otherwise weigh as one nice-0 job: its quota is a cap,
+# and other jobs took part of even that (0.24 core of a 0.5-core quota at load 5).
+WEIGHT = 88761
 
 
 def claim(pid: int) -> bool:
