@@ -41,7 +41,10 @@ def _single_thread() -> Any:
 
 def calibrate_ps_update(megabytes: float = 16.0, repetitions: int = 15) -> dict[str, Any]:
     """Seconds per gradient byte of the PS's update (SGD with momentum 0.9) on this CPU, one
-    thread: the same optimizer step the profile times for a model's parameters."""
+    thread: the same optimizer step the profile times for a model's parameters. Timed in this
+    thread's CPU seconds: the validating process has no precedence over other jobs (the PS
+    process in the run has, see :mod:`ddlperf.measure.cpu_precedence`), and a wait for a CPU
+    is not the update's cost."""
     import torch
 
     with _single_thread():
@@ -53,13 +56,13 @@ def calibrate_ps_update(megabytes: float = 16.0, repetitions: int = 15) -> dict[
         opt.step()
         times = []
         for _ in range(repetitions):
-            began = time.perf_counter()
+            began = time.thread_time()
             opt.step()
-            times.append(time.perf_counter() - began)
+            times.append(time.thread_time() - began)
     total = sum(4 * n for n in sizes)
     return {"update_s_per_byte": statistics.median(times) / total, "bytes": total,
             "repetitions": repetitions,
-            "how": "torch.optim.SGD(momentum=0.9).step() on one thread, median"}
+            "how": "torch.optim.SGD(momentum=0.9).step() on one thread, median CPU seconds"}
 
 
 def _env_one_thread() -> dict[str, str]:
