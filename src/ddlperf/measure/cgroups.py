@@ -32,12 +32,16 @@ def available() -> bool:
 def create(path: Path, fraction: float | None) -> None:
     """Make the cgroup at ``path`` (parents too); set a quota when ``fraction`` is given, and
     the emulated cluster's precedence over other jobs (:mod:`ddlperf.measure.cpu_precedence`)
-    as its weight, so that the quota is what its processes get."""
+    as its weight and its parents' below the root (a weight counts among siblings only), so
+    that the quota is what its processes get."""
     path.mkdir(parents=True, exist_ok=True)
     if fraction is not None:
         (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
         (path / "cpu.cfs_quota_us").write_text(str(quota_us(fraction)))
-        (path / "cpu.shares").write_text(str(cpu_precedence.WEIGHT))
+        for group in (path, *path.parents):
+            if not (group / "cpu.shares").exists() or group == CPU_ROOT:
+                break
+            (group / "cpu.shares").write_text(str(cpu_precedence.WEIGHT))
 
 
 def add_pid(path: Path, pid: int) -> None:
