@@ -310,7 +310,9 @@ METHOD_TEXT = """\
 
 1. **Compute, in the same session.** `compute: real` runs the zoo model on this CPU (one thread
    per rank): it is profiled with `ddlperf profile` (one thread, a fresh process like every
-   rank) right before its measurement and both predictors start from that profile.
+   rank) right before its measurement and both predictors start from that profile. Ranks,
+   profile and timers run with precedence over other jobs on this machine (a real host's CPU
+   runs its worker only; `measure/cpu_precedence.py`).
    `compute: emulated` runs *emulated device time*: each layer waits the workload's seconds, so
    the workload is the ground truth of compute and the predictors get it unchanged.
 2. **Heterogeneity.** Emulated device time: a worker group's `speed` (it waits
@@ -323,9 +325,9 @@ METHOD_TEXT = """\
    freely. It matters: a quota'd step timed alone on an idle machine was 20–30% slower than
    beside a busy copy (the throttled process leaves its vCPU idle).
 3. **The PS processor.** PS shards are CPU processes applying SGD with momentum; their cost per
-   gradient byte is timed once per session on this CPU (the optimizer step on one thread; for
-   real compute the profile's own optimizer timing) and given to the predictors as
-   `ps.update_s_per_byte`.
+   gradient byte is timed once per session on this CPU (the optimizer step's CPU seconds on
+   one thread; for real compute the profile's own optimizer timing) and given to the
+   predictors as `ps.update_s_per_byte`.
 4. **Links.** Predictions use the *configured* line rate × goodput 0.956 (TCP payload per
    1514-byte frame). Every measurement first probes each link as its own: alone, and a link
    faster than any one peer (a 1 Gbit PS NIC among 100 Mbit workers) with concurrent flows to
