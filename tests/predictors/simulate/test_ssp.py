@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from ddlperf.api import predict
-from ddlperf.predictors.simulate.ssp import StalenessGate, UnitRun, in_steady_state, steady_warmup
+from ddlperf.predictors.simulate.ssp import (
+    StalenessGate,
+    UnitRun,
+    by_class,
+    in_steady_state,
+    periods_agree,
+    steady_warmup,
+)
 from tests.conftest import make_workload
 
 # 8 × 1 MB, 10 ms forward + 20 ms backward per layer: the dev matrix's uniform model.
@@ -80,3 +87,63 @@ def test_periods_that_agree_during_a_slow_catch_up_are_not_the_steady_state():
     assert not in_steady_state(slow_gain)
     assert in_steady_state([UnitRun(1.0, False, "w"), UnitRun(0.999, False, "w")])  # identical
     assert in_steady_state([UnitRun(1.0, False, "slow"), UnitRun(1.0, True, "fast")])
+
+
+# ------------------------------------------------------------------ steady state with jitter
+
+def test_classes_of_identical_workers_are_compared_not_single_workers():
+    # Identical workers differ only by where each is in its rotation: their mean agrees.
+    rotating = [UnitRun(1.00, False, "w"), UnitRun(0.97, False, "w"), UnitRun(1.03, False, "w")]
+    assert by_class(rotating) == [UnitRun(pytest.approx(1.0), False, "w", 0.0)]
+    assert in_steady_state(rotating)
+    # a class is held only if all its workers were
+    assert not by_class([UnitRun(1.0, True, "f"), UnitRun(1.0, False, "f")])[0].held
+
+
+def test_periods_agree_within_the_noise_of_their_means_and_not_beyond():
+    # 2% apart: too far for noiseless runs, within z·(se + se) for se = 0.5% of the period
+    noisy = [UnitRun(1.00, False, "slow", 0.005), UnitRun(0.98, True, "fast", 0.005)]
+    assert periods_agree(noisy)
+    assert not periods_agree([UnitRun(1.00, False, "slow"), UnitRun(0.98, True, "fast")])
+    # 8% apart is a catch-up, not noise
+    assert not periods_agree([UnitRun(1.00, False, "slow", 0.005),
+                              UnitRun(0.92, True, "fast", 0.005)])
+
+
+def test_steady_warmup_steps_on_when_a_faster_class_is_held_but_still_gaining():
+    # held late in the window, period still 25% short: grow by s·p/(P − p) = 3, not to the
+    # limit
+    def late_hold(warm: int) -> list[UnitRun]:
+        return [UnitRun(1.0, False, "slow"),
+                UnitRun(1.0 if warm >= 7 else 0.75, True, "fast")]
+
+    assert steady_warmup(late_hold, 2, 1, limit=100) == (2 + 1 + 1 + 3, True, 0.0)
+
+
+def test_identical_noisy_workers_are_in_steady_state_without_a_longer_warmup():
+    p = predict(workload=UNIFORM8, workers=6, ps=2, bandwidth="200Mbps", sync="ssp",
+                staleness=2, method="simulate", iterations=10, warmup=2, jitter=0.05)
+    assert p.inputs["simulate"]["warmup"] == 2
+    assert not any("SSP" in note and "steady" in note for note in p.notes)
+
+
+def test_a_noisy_catch_up_ends_within_the_limit_and_says_so():
+    p = predict(workload=UNIFORM8, cluster=SLOW3X, sync="ssp", staleness=2,
+                method="simulate", iterations=10, warmup=2, jitter=0.05)
+    warm = p.inputs["simulate"]["warmup"]
+    assert 2 < warm < 200
+    assert any("warm-up extended" in n and "noise" in n for n in p.notes)
+    # the search's last run is the reported replication: asking for that warm-up repeats it
+    again = predict(workload=UNIFORM8, cluster=SLOW3X, sync="ssp", staleness=2,
+                    method="simulate", iterations=10, warmup=warm, jitter=0.05)
+    assert again.iteration_time_s == p.iteration_time_s
+
+
+def test_a_run_too_short_for_a_slow_catch_up_says_so():
+    # 0.1% faster workers need s·p/(P − p) ≈ 2000 iterations to reach the bound
+    nearly = {"bandwidth": "200Mbps", "ps": 2,
+              "workers": [{"name": "fast", "count": 2},
+                          {"name": "slow", "count": 1, "speed": 0.999}]}
+    p = predict(workload=UNIFORM8, cluster=nearly, sync="ssp", staleness=2,
+                method="simulate", iterations=4, warmup=2)
+    assert any("not in steady state after 200 warm-up iterations" in n for n in p.notes)

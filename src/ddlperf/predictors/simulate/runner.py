@@ -20,6 +20,8 @@ from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable
 from ddlperf.prediction import Prediction
@@ -92,12 +94,14 @@ def predict_simulate(
     units = make_units(sc, individual=noisy or asynchronous)
     log = timeline if timeline is not None else (
         TrackLog() if opts["trace"] is not None else None)
-    steady_note = None
+    steady_note, searched = None, None
     if asynchronous and sc.strategy.sync == "ssp":
-        warm, steady_note = _ssp_steady_warmup(sc, units, warm, iters, cv, opts["seed"], noisy,
-                                               ring_steps)
+        warm, steady_note, searched = _ssp_steady_warmup(sc, units, warm, iters, cv,
+                                                         opts["seed"], noisy, ring_steps)
     job = _Job(sc, units, warm, iters, cv, opts["seed"], noisy, ring_steps)
-    runs = _replicate(job, reps if noisy else 1, log, opts["jobs"])
+    # the search's last run is replication 0 with this warm-up (unless it must fill a trace)
+    runs = _replicate(job, reps if noisy else 1, log, opts["jobs"],
+                      searched if log is None else None)
 
     notes = [
         f"simulate: iteration time = mean step period over {iters} iterations after {warm} "
@@ -132,26 +136,47 @@ def predict_simulate(
 def _ssp_steady_warmup(
     sc: Scenario, units: list, warmup: int, iterations: int, cv: float | None, seed: int,
     noisy: bool, ring_steps: str,
-) -> tuple[int, str | None]:
+) -> tuple[int, str | None, RunResult]:
     """SSP is reported in steady state (every worker at the slowest's rate, the faster ones
-    held by the bound): the warm-up is extended until it is (:func:`.ssp.steady_warmup`)."""
+    held by the bound): the warm-up is extended until it is (:func:`.ssp.steady_warmup`).
+    Returns the warm-up, a note, and the run (replication 0) with that warm-up.
+
+    With jitter, "at the slowest's rate" allows for the noise of each worker's mean period
+    (its standard error from the window's step periods, :func:`.ssp.periods_agree`)."""
+    results: dict[int, RunResult] = {}
+    lockstep = make_units(sc, individual=False)  # the classes of identical workers
+    classes = [next(c.index for c in lockstep if c.first <= u.first < c.first + c.count)
+               for u in units]
+
     def run(warm: int) -> list[UnitRun]:
-        result = simulate_once(sc, units, warm, iterations, cv, seed, 0, noisy, None,
-                               ring_steps)
-        return [UnitRun(float(m.period.mean()), bool(m.wait.max(initial=0.0) > 0),
-                        id(u.group))
-                for u, m in zip(result.units, result.measures)]
+        result = results[warm] = simulate_once(sc, units, warm, iterations, cv, seed, 0,
+                                               noisy, None, ring_steps)
+        return [UnitRun(float(m.period.mean()), bool(m.wait.max(initial=0.0) > 0), c,
+                        _standard_error(m.compute) if noisy else 0.0)
+                for c, m in zip(classes, result.measures)]
 
     warm, steady, gap = steady_warmup(run, warmup, sc.strategy.staleness or 0,
                                       warmup_limit(warmup, iterations))
+    beyond = " (more than their jitter explains)" if noisy else ""
     if not steady:
         return warm, (f"simulate: SSP not in steady state after {warm} warm-up iterations "
-                      f"(the workers' periods differ by {100 * gap:.1f}% and a faster one is "
-                      "not yet held by the bound; more --iterations allow a longer warm-up)")
+                      f"(the workers' periods differ by {100 * gap:.1f}%{beyond} or a faster "
+                      "one is not yet held by the bound; more --iterations allow a longer "
+                      "warm-up)"), results[warm]
     if warm > warmup:
         return warm, (f"simulate: SSP steady state: warm-up extended from {warmup} to {warm} "
-                      "iterations, until every worker runs at the slowest's rate")
-    return warm, None
+                      "iterations, until every worker runs at the slowest's rate"
+                      + (" (within the noise of its mean period)" if noisy else "")
+                      ), results[warm]
+    return warm, None, results[warm]
+
+
+def _standard_error(compute: np.ndarray) -> float:
+    """Standard error that the jitter gives a worker's mean period over the window: that of
+    its own compute per iteration, which holds only the noise (its periods also hold the
+    catch-up itself, a worker going from free-running to held, and would hide it)."""
+    n = len(compute)
+    return float(compute.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
 
 
 class _Job:
@@ -181,21 +206,24 @@ def _replica(replication: int) -> tuple[list, list[tuple[str, float]], int]:
     return result.measures, result.utilization, result.events
 
 
-def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None) -> list[RunResult]:
+def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
+               first: RunResult | None = None) -> list[RunResult]:
     """Replications 0 … reps−1 in order; 1 … reps−1 in forked processes when there are cores.
 
     Replication 0 runs here (it fills the trace) while the others run in up to ``jobs − 1``
-    processes. Only where ``fork`` exists (the job is shared, not pickled) and we are not a
-    pool's worker ourselves (e.g. inside a parallel sweep).
+    processes, unless ``first`` is that run already. Only where ``fork`` exists (the job is
+    shared, not pickled) and we are not a pool's worker ourselves (e.g. inside a parallel
+    sweep).
     """
     cores = jobs if jobs is not None else (os.cpu_count() or 1)
     helpers = min(cores - 1, reps - 1)
     if (helpers < 1 or "fork" not in multiprocessing.get_all_start_methods()
             or multiprocessing.current_process().daemon):
-        return [job.run(r, log if r == 0 else None) for r in range(reps)]
+        return [first if r == 0 and first is not None else job.run(r, log if r == 0 else None)
+                for r in range(reps)]
     context = multiprocessing.get_context("fork")
     with context.Pool(helpers, initializer=_share, initargs=(job,)) as pool:
         pending = pool.map_async(_replica, range(1, reps))
-        first = job.run(0, log)
+        first = first if first is not None else job.run(0, log)
         others = pending.get()
     return [first] + [RunResult(job.units, m, u, e) for m, u, e in others]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from statistics import NormalDist
 
 Release = Callable[[Hashable, int, int], None]  # (key, unit, version)
 Hold = Callable[[int, int, float], None]  # (unit, version, seconds held so far at one shard)
@@ -70,6 +71,7 @@ class StalenessGate:
 PERIODS_AGREE = 0.005  # SSP steady state: every worker's mean period within 0.5% of the slowest's
 WARMUP_BUDGET = 10  # extend the warm-up to at most this × (warm-up + iterations), at least …
 MIN_WARMUP_LIMIT = 200  # … this many iterations; beyond it the run is reported as too short
+NOISE_LEVEL = 1e-3  # with jitter: chance that workers at one rate look apart by noise alone
 
 
 def warmup_limit(warmup: int, iterations: int) -> int:
@@ -89,24 +91,60 @@ class UnitRun:
 
     period: float  # mean step period, s
     held: bool  # the staleness bound held it in the window
-    group: object  # workers of one group are identical
+    group: Hashable  # its class: workers that would run in lockstep without jitter or ASP/SSP
+    noise: float = 0.0  # standard error of ``period`` that the jitter alone gives, s
+
+
+def by_class(units: list[UnitRun]) -> list[UnitRun]:
+    """One figure per class of identical workers: the mean of its workers' periods, held if
+    every one of them was, and the standard error of that mean.
+
+    Why classes, not workers: the catch-up that the steady state waits for is between
+    workers of different speeds. Identical workers run at one rate by symmetry, and their
+    windows differ only by where each is in its rotation through the shards' queues: 16
+    identical workers under SSP(2), no jitter, differ by 4.0% after 3 warm-up iterations and
+    still by 1.5% after 230, and none was ever held (a real 1.5% gain would have put one
+    3.4 iterations ahead), so no warm-up makes single workers agree.
+    """
+    members: dict[Hashable, list[UnitRun]] = {}
+    for u in units:
+        members.setdefault(u.group, []).append(u)
+    return [UnitRun(sum(m.period for m in ms) / len(ms), all(m.held for m in ms), key,
+                    math.sqrt(sum(m.noise ** 2 for m in ms)) / len(ms))
+            for key, ms in members.items()]
+
+
+def periods_agree(classes: list[UnitRun]) -> bool:
+    """The classes run at one rate: their mean periods are within ``PERIODS_AGREE`` of the
+    slowest's, or — with jitter — within what the noise of the window explains.
+
+    With jitter a window's mean period is a sample mean: classes at exactly one rate differ
+    by about their standard errors whatever the warm-up (only more measured iterations
+    shrink them), so a fixed 0.5% may never be met. Then one common rate must lie within z
+    standard errors of every class's mean, z two-sided at ``NOISE_LEVEL`` over all classes
+    (Bonferroni): max(pᵢ − z·seᵢ) ≤ min(pᵢ + z·seᵢ).
+    """
+    if spread([c.period for c in classes]) <= PERIODS_AGREE:
+        return True
+    z = NormalDist().inv_cdf(1.0 - NOISE_LEVEL / (2 * len(classes)))
+    return (max(c.period - z * c.noise for c in classes)
+            <= min(c.period + z * c.noise for c in classes))
 
 
 def in_steady_state(units: list[UnitRun]) -> bool:
-    """Every worker at one rate, and held by the bound unless it is one of the slowest
-    (identical) workers: periods that merely agree during the catch-up — a faster worker
-    that gains only slowly — are not the steady state yet."""
-    if spread([u.period for u in units]) > PERIODS_AGREE:
-        return False
-    return len({u.group for u in units if not u.held}) <= 1
+    """Every class of identical workers at one rate, and held by the bound unless it is the
+    slowest: periods that merely agree during the catch-up — a faster worker that gains
+    only slowly — are not the steady state yet."""
+    classes = by_class(units)
+    return periods_agree(classes) and sum(not c.held for c in classes) <= 1
 
 
 def steady_warmup(run: Callable[[int], list[UnitRun]], warmup: int, staleness: int,
                   limit: int) -> tuple[int, bool, float]:
     """The warm-up (iterations) after which an SSP run is in steady state, whether it got
-    there within ``limit``, and the spread of the workers' periods.
+    there within ``limit``, and the spread of the classes' periods.
 
-    A faster worker gains on the slowest until it is ``staleness`` iterations ahead and is
+    A faster class gains on the slowest until it is ``staleness`` iterations ahead and is
     held by the bound from then on. From a run's periods (``run(warmup)``) the iterations it
     still needs are s · p / (P − p) of the slowest's (p its period, P the slowest's); the
     warm-up grows by that until :func:`in_steady_state` (or ``limit``: the caller says the
@@ -115,11 +153,15 @@ def steady_warmup(run: Callable[[int], list[UnitRun]], warmup: int, staleness: i
     current = warmup
     while True:  # each step adds ≥ s + 1 iterations, so this ends at ``limit``
         units = run(current)
-        periods = [u.period for u in units]
+        classes = by_class(units)
+        periods = [c.period for c in classes]
         if in_steady_state(units) or current >= limit:
             return current, in_steady_state(units), spread(periods)
         slowest = max(periods)
-        gaining = [u for u in units if not u.held and u.period < slowest] or units
-        need = max(staleness * u.period / max(slowest - u.period, 1e-4 * slowest)
-                   for u in gaining)
+        faster = [c for c in classes if c.period < slowest]
+        # a faster class not held yet; else one held but still gaining (it was held only
+        # late in the window)
+        gaining = [c for c in faster if not c.held] or faster or classes
+        need = max(staleness * c.period / max(slowest - c.period, 1e-4 * slowest)
+                   for c in gaining)
         current = min(limit, current + staleness + 1 + math.ceil(need))
