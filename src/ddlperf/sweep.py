@@ -136,10 +136,12 @@ def _predict_points(
         batch[2].append(workers)
         batch[3].append(values)
     if batches:
-        from ddlperf.predictors.analytic_batch import predict_batch
+        from ddlperf.predictors.analytic_batch import predict_batches
 
-        for template, indices, workers, values in batches.values():
-            for i, result in zip(indices, predict_batch(template, workers, values)):
+        results = predict_batches([(template, workers, values)
+                                   for template, _i, workers, values in batches.values()])
+        for (_t, indices, _w, _v), batch_results in zip(batches.values(), results):
+            for i, result in zip(indices, batch_results):
                 row = dict(points[i])
                 row.update(zip(RESULT_KEYS, result))
                 row["error"] = None

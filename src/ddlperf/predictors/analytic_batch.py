@@ -24,6 +24,7 @@ per-point model: :func:`batch_key` returns ``None`` for such scenarios.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,8 +71,16 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
             return None
     elif sc.shards:
         return None
+    return (*_structure_key(sc), strategy.sync, strategy.staleness)
+
+
+def _structure_key(sc: Scenario) -> tuple[Any, ...]:
+    """:func:`batch_key` without the sync mode: what the BSP period depends on besides the
+    point's numbers (so batches of several sync modes share their BSP periods)."""
+    g = sc.groups[0]
+    strategy = sc.strategy
     return (
-        id(sc.workload), sc.workload.name, strategy.arch, strategy.sync, strategy.staleness,
+        id(sc.workload), sc.workload.name, strategy.arch,
         strategy.sharding, strategy.overlap, strategy.step_barrier, strategy.bucket_bytes,
         len(sc.shards),
         len(sc.tensor_bytes), id(sc.placement), g.device, g.batch_size, id(g.forward),
@@ -150,9 +159,24 @@ class _Points:
     supd: np.ndarray
     alpha: np.ndarray
 
-    def take(self, cols: np.ndarray) -> _Points:
-        return _Points(*(getattr(self, f)[cols] for f in
-                         ("n", "gup", "gdown", "sup", "sdown", "supd", "alpha")))
+    def take(self, cols: np.ndarray | slice) -> _Points:
+        return _Points(*(getattr(self, f)[cols] for f in _POINT_FIELDS))
+
+    @classmethod
+    def of(cls, workers: Sequence[int], values: Sequence[Sequence[float]]) -> _Points:
+        v = np.array(values, dtype=float).reshape(len(workers), 6).T
+        return cls(np.array(workers, dtype=float), *v)
+
+    def solo(self) -> _Points:
+        """The same numbers with one worker."""
+        return _Points(np.ones(len(self.n)), *(getattr(self, f) for f in _POINT_FIELDS[1:]))
+
+    def rows(self) -> np.ndarray:
+        """(B, 7): one row of numbers per point."""
+        return np.stack([getattr(self, f) for f in _POINT_FIELDS], axis=1)
+
+
+_POINT_FIELDS = ("n", "gup", "gdown", "sup", "sdown", "supd", "alpha")
 
 
 # ---------------------------------------------------------------- parameter server, BSP
@@ -339,13 +363,14 @@ def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray)
     return out
 
 
-def _async(
-    sc: Scenario, lay: _Layout, p: _Points, bsp_period: np.ndarray | None
-) -> tuple[np.ndarray, list[str]]:
-    """``analytic_ps_async.ps_async`` with one group: periods (B,) and the bottleneck names."""
+def _async_demand(
+    sc: Scenario, p: _Points, alone: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``analytic_ps_async.ps_async``'s network for one group: think (B,), demand (S, B).
+
+    ``alone``: with overlap, the BSP period of one worker alone with each point's numbers.
+    """
     g = sc.groups[0]
-    points = len(p.n)
-    alpha = p.alpha
     total = float(sc.tensor_bytes.sum())
     shard_bytes = sc.placement.sum(axis=0)
     n_shards = len(sc.shards)
@@ -355,30 +380,35 @@ def _async(
                        shard_bytes[k] * p.supd] for k in range(n_shards)])  # (K, 3, B)
     per_part = parts.max(axis=0)  # (3, B)
     if sc.strategy.overlap:
+        assert alone is not None
         demand = per_part.max(axis=0)[None, :]  # one station, the largest
-        rows_sum = demand[0]
-        # one worker alone: the same for every N, so once per distinct set of numbers
-        numbers = np.array([p.gup, p.gdown, p.sup, p.sdown, p.supd, p.alpha])
-        distinct, inverse = np.unique(numbers, axis=1, return_inverse=True)
-        solo = _Points(np.ones(distinct.shape[1]), *distinct)
-        alone = _bsp_period(sc, lay, solo)[inverse.reshape(-1)]
-        think = np.maximum(alone - rows_sum, 0.0)
+        think = np.maximum(alone - demand[0], 0.0)
     else:
         demand = per_part
-        think = (g.compute_s + 2 * alpha + np.maximum(0.0, total / p.gup - per_part[0])
+        think = (g.compute_s + 2 * p.alpha + np.maximum(0.0, total / p.gup - per_part[0])
                  + np.maximum(0.0, total / p.gdown - per_part[1]))
-    throughput = mva_one_class(think, demand, p.n)
+    return think, demand
+
+
+def _async_finish(
+    sc: Scenario, p: _Points, throughput: np.ndarray, bsp: np.ndarray, ssp: bool
+) -> tuple[np.ndarray, list[str]]:
+    """``analytic_ps_async.ps_async`` (``ssp``: ``ps_ssp``) with one group, from the network's
+    throughput and the BSP period: periods (B,) and the bottleneck names."""
+    g = sc.groups[0]
+    points = len(p.n)
+    total = float(sc.tensor_bytes.sum())
+    shard_bytes = sc.placement.sum(axis=0)
     periods = p.n / throughput
     # identical workers: 1/N of the way from the network's period to lockstep's (BSP's)
-    bsp = _bsp_period(sc, lay, p) if bsp_period is None else bsp_period
     periods = np.where(p.n > 1, periods + (bsp - periods) / p.n, periods)
     capped = np.zeros(points, dtype=bool)
-    if bsp_period is not None:  # ``analytic_ps_async.ps_ssp``: one group is never held → BSP's cap
-        capped = periods >= bsp_period
-        periods = np.where(capped, bsp_period, periods)
+    if ssp:  # ``analytic_ps_async.ps_ssp``: one group is never held → BSP's cap
+        capped = periods >= bsp
+        periods = np.where(capped, bsp, periods)
     # ``analytic_ps_async.async_resources`` (or, capped, the BSP resources: one update per tensor)
     rows = []
-    for k in range(n_shards):
+    for k in range(len(sc.shards)):
         rows += [p.n * shard_bytes[k] / p.sdown / periods,
                  p.n * shard_bytes[k] / p.sup / periods,
                  np.where(capped, 1.0, p.n) * shard_bytes[k] * p.supd / periods]
@@ -391,6 +421,24 @@ def _async(
     names = ["compute" if hot_u[b] < SATURATED and compute_wins[b] else all_names[int(hot[b])]
              for b in range(points)]
     return periods, names
+
+
+def _mva_together(
+    networks: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> list[np.ndarray]:
+    """:func:`mva_one_class` of several batches' (think, demand, population) in one
+    recursion: demands are padded to the most stations with zero rows (a zero-demand station
+    adds exactly 0 to every residence sum), and each column is computed on its own."""
+    if not networks:
+        return []
+    stations = max(demand.shape[0] for _z, demand, _n in networks)
+    padded = [np.concatenate((demand, np.zeros((stations - len(demand), demand.shape[1]))))
+              for _z, demand, _n in networks]
+    throughput = mva_one_class(np.concatenate([z for z, _d, _n in networks]),
+                               np.concatenate(padded, axis=1),
+                               np.concatenate([n for _z, _d, n in networks]))
+    bounds = np.cumsum([0, *(len(n) for _z, _d, n in networks)])
+    return [throughput[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def first_busiest(utilization: np.ndarray) -> np.ndarray:
@@ -431,6 +479,50 @@ def _allreduce(sc: Scenario, p: _Points) -> tuple[np.ndarray, list[str]]:
 # ---------------------------------------------------------------- assembly
 
 
+class _BspPeriods:
+    """BSP periods that a set of batches needs, each computed once per structure
+    (:func:`_structure_key`) and distinct point (the same numbers, bit for bit): a BSP and an
+    ASP batch of the same points share them, and so do the one-worker points an overlapping
+    ASP/SSP batch needs for its think time. Every column of the batched model is computed on
+    its own, so a point's period does not depend on the points it is computed with."""
+
+    def __init__(self) -> None:
+        self._wanted: dict[tuple[Any, ...], tuple[Scenario, dict[bytes, int], list[np.ndarray]]]
+        self._wanted = {}
+        self._periods: dict[tuple[Any, ...], np.ndarray] = {}
+
+    def want(self, sc: Scenario, p: _Points) -> tuple[tuple[Any, ...], np.ndarray]:
+        """A handle for :meth:`get`: the structure and each point's row."""
+        key = _structure_key(sc)
+        entry = self._wanted.get(key)
+        if entry is None:
+            entry = self._wanted[key] = (sc, {}, [])
+        _sc, index, rows = entry
+        where = np.empty(len(p.n), dtype=np.intp)
+        for b, row in enumerate(p.rows()):
+            i = index.setdefault(row.tobytes(), len(index))
+            if i == len(rows):
+                rows.append(row)
+            where[b] = i
+        return key, where
+
+    def run(self) -> None:
+        for key, (sc, _index, rows) in self._wanted.items():
+            lay = _layout(sc)
+            assert lay is not None
+            table = np.array(rows)
+            periods = np.empty(len(rows))
+            for start in range(0, len(rows), MAX_BATCH):
+                part = table[start:start + MAX_BATCH]
+                p = _Points(*(np.ascontiguousarray(part[:, f]) for f in range(part.shape[1])))
+                periods[start:start + MAX_BATCH] = _bsp_period(sc, lay, p)
+            self._periods[key] = periods
+
+    def get(self, handle: tuple[tuple[Any, ...], np.ndarray]) -> np.ndarray:
+        key, where = handle
+        return self._periods[key][where]
+
+
 def predict_batch(
     template: Scenario, workers: Sequence[int], values: Sequence[Sequence[float]]
 ) -> list[Summary]:
@@ -439,33 +531,60 @@ def predict_batch(
     ``template`` is any scenario of the batch (its :func:`batch_key` is not None); point i has
     ``workers[i]`` workers and :func:`point_values` equal to ``values[i]``.
     """
-    out: list[Summary] = []
-    for start in range(0, len(workers), MAX_BATCH):
-        out += _predict_chunk(template, workers[start:start + MAX_BATCH],
-                              values[start:start + MAX_BATCH])
-    return out
+    return predict_batches([(template, workers, values)])[0]
 
 
-def _predict_chunk(
-    sc: Scenario, workers: Sequence[int], values: Sequence[Sequence[float]]
-) -> list[Summary]:
-    g = sc.groups[0]
-    v = np.array(values, dtype=float).reshape(len(workers), 6).T
-    p = _Points(np.array(workers, dtype=float), *v)
-    strategy = sc.strategy
-    if strategy.arch == "allreduce":
-        period, names = _allreduce(sc, p)
-    else:
-        lay = _layout(sc)
-        assert lay is not None
-        if strategy.effective_sync == "bsp":
-            period = _bsp_period(sc, lay, p)
+def predict_batches(
+    batches: Sequence[tuple[Scenario, Sequence[int], Sequence[Sequence[float]]]]
+) -> list[list[Summary]]:
+    """:func:`predict_batch` of several batches at once: the BSP periods they share are
+    computed once, and their ASP/SSP networks run through one MVA recursion."""
+    bsp = _BspPeriods()
+    plans = []
+    for sc, workers, values in batches:
+        p = _Points.of(workers, values)
+        full = solo = None
+        if sc.strategy.arch == "ps":
+            full = bsp.want(sc, p)
+            if sc.strategy.effective_sync != "bsp" and sc.strategy.overlap:
+                solo = bsp.want(sc, p.solo())
+        plans.append((sc, p, full, solo))
+    bsp.run()
+    asynchronous = [i for i, (sc, _p, full, _s) in enumerate(plans)
+                    if full is not None and sc.strategy.effective_sync != "bsp"]
+    networks = []
+    for i in asynchronous:
+        sc, p, _full, solo = plans[i]
+        networks.append((*_async_demand(sc, p, None if solo is None else bsp.get(solo)), p.n))
+    throughputs = dict(zip(asynchronous, _mva_together(networks)))
+    out = []
+    for i, (sc, p, full, _solo) in enumerate(plans):
+        if full is None:
+            period, names = _allreduce_chunked(sc, p)
+        elif i in throughputs:
+            period, names = _async_finish(sc, p, throughputs[i], bsp.get(full),
+                                          sc.strategy.sync == "ssp")
+        else:
+            period = bsp.get(full)
             hot = _bsp_bottleneck(sc, p, period).tolist()
             all_names = _bsp_resource_names(sc)
             names = ["compute" if h < 0 else all_names[h] for h in hot]
-        else:
-            bsp = _bsp_period(sc, lay, p) if strategy.sync == "ssp" else None
-            period, names = _async(sc, lay, p, bsp)
+        out.append(_summaries(sc, p, period, names))
+    return out
+
+
+def _allreduce_chunked(sc: Scenario, p: _Points) -> tuple[np.ndarray, list[str]]:
+    """:func:`_allreduce` in chunks of ``MAX_BATCH`` points (its arrays are buckets × points)."""
+    periods, names = [], []
+    for start in range(0, len(p.n), MAX_BATCH):
+        period, chunk_names = _allreduce(sc, p.take(slice(start, start + MAX_BATCH)))
+        periods.append(period)
+        names += chunk_names
+    return np.concatenate(periods), names
+
+
+def _summaries(sc: Scenario, p: _Points, period: np.ndarray, names: list[str]) -> list[Summary]:
+    g = sc.groups[0]
     n = p.n
     iteration = period * n / n
     throughput = g.batch_size / period * n
