@@ -237,42 +237,86 @@ def _bsp_pass(
     """``analytic_ps_bsp._bsp_pass`` for one group and dedicated shards, batched over points.
 
     ``first``: ``release`` is all zeros (the first pass).
+
+    Forward only needs the latest arrival relative to its layer's place in the forward FIFO:
+    ``serial_finish(layer_arrival, forward)[-1]`` is ``total + max_l(arrival_l − base_l)``
+    with ``arrival_l`` the latest of layer l's tensors (0 for a layer without any, and at
+    least ``before`` for the first layer). Subtracting a constant is monotonic in floating
+    point too, so ``max_t(arrival_t) − base_l = max_t(arrival_t − base_l)``: one maximum
+    over the tensors, in any order, gives the same number — so arrivals stay in the order
+    the worker's downlink delivered them (no scatter back to gradient order).
     """
-    g = sc.groups[0]
     overlap = sc.strategy.overlap
     sizes = sc.tensor_bytes
-    n_tensors, points = release.shape
+    points = release.shape[1]
     pad = np.full((1, points), -np.inf)
+    forward = _forward_fifo(sc)
 
     # Pull: each (distinct) shard's uplink sends its tensors as they are released.
     pulled = links.pull.finish(np.concatenate((release, pad))[lay.idx])
     pulled = pulled.reshape(-1, points)[lay.flat]
     if first:  # all released at 0: the stable order is the gradient order
         down_done = serial_finish(release, sizes[:, None] / p.gdown)
-    else:
+        base = forward.tensor_base[:, None]
+    else:  # the worker's downlink in release order; arrivals kept in that order
         by_release = np.argsort(release, axis=0, kind="stable")
-        ready_in_order = np.take_along_axis(release, by_release, axis=0)
-        down_done = np.empty_like(release)
-        np.put_along_axis(down_done, by_release,
-                          serial_finish(ready_in_order, sizes[by_release] / p.gdown), axis=0)
+        cols = np.arange(points)
+        down_done = serial_finish(release[by_release, cols], sizes[by_release] / p.gdown)
+        pulled = pulled[by_release, cols]
+        base = forward.tensor_base[by_release]
     arrival = np.maximum(pulled, down_done) + p.alpha
     if overlap:
-        lay_ps = ps_layout(sc)
-        layer_arrival = np.zeros((len(g.forward), points))
-        layer_arrival[lay_ps.layer_has] = np.maximum.reduceat(arrival[lay_ps.order],
-                                                              lay_ps.layer_starts, axis=0)
-        layer_arrival[0] = np.maximum(layer_arrival[0], before)
-        forward_end = serial_finish(layer_arrival, g.forward[:, None])[-1]
+        latest = (arrival - base).max(axis=0)
+        latest = np.maximum(latest, forward.empty_layers)
+        latest = np.maximum(latest, before - forward.first_base)
+        forward_end = forward.total + latest
     else:
-        forward_end = np.maximum(arrival.max(axis=0), before) + g.forward_s
+        forward_end = np.maximum(arrival.max(axis=0), before) + sc.groups[0].forward_s
+    return _push(sc, lay, p, links, forward_end)
+
+
+@dataclass(frozen=True)
+class _ForwardFifo:
+    """The forward FIFO's constants (``serial_finish(·, forward)``'s running totals)."""
+
+    total: float  # its last running total
+    tensor_base: np.ndarray  # (J,): the total before each tensor's layer
+    empty_layers: float  # max over layers without tensors of (0 − base); -inf: none
+    first_base: float  # the total before the first layer (its work subtracted from its total)
+
+
+def _forward_fifo(sc: Scenario) -> _ForwardFifo:
+    g = sc.groups[0]
+    key = ("batch_forward_fifo", id(g.forward))
+    cache = sc.workload.derived_cache
+    if key not in cache:
+        work = g.forward[:, None]
+        total = np.cumsum(work, axis=0)
+        base = (total - work)[:, 0]
+        empty = np.ones(len(base), dtype=bool)
+        empty[sc.tensor_layer] = False
+        cache[key] = (_ForwardFifo(
+            total=float(total[-1, 0]), tensor_base=base[sc.tensor_layer],
+            empty_layers=float((0.0 - base[empty]).max()) if empty.any() else -np.inf,
+            first_base=float(base[0]),
+        ), g.forward)  # keeps the array (and so its id) alive with the entry
+    return cache[key][0]
+
+
+def _push(
+    sc: Scenario, lay: _Layout, p: _Points, links: _Links, forward_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Backward after ``forward_end``, then push: the worker's uplink, each shard's downlink
+    and update queue, as FIFOs. Returns each tensor's update time and the end of backward."""
+    g = sc.groups[0]
+    n_tensors, points = len(sc.tensor_bytes), len(forward_end)
+    pad = np.full((1, points), -np.inf)
     backward_start = forward_end + g.unattributed_s
     backward_end = backward_start + g.backward_s
-    if overlap:
+    if sc.strategy.overlap:
         grad_ready = g.ready_offset[:, None] + backward_start
     else:
         grad_ready = np.broadcast_to(backward_end, (n_tensors, points))
-
-    # Push: the worker's uplink, then each shard's downlink and update queue, as FIFOs.
     sent = links.sent.finish(grad_ready)
     done = links.pushed.finish(np.concatenate((grad_ready, pad))[lay.idx])
     arrived = np.maximum(done, np.concatenate((sent, pad))[lay.idx]) + p.alpha
