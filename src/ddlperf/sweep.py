@@ -73,12 +73,29 @@ def iter_grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()
     check_axes(axes)
     names = list(axes)
     distinct = [list({_hashable(v): v for v in axes[n]}.values()) for n in names]
-    position = {name: i for i, name in enumerate(names)}
-    for index in itertools.product(*(range(len(values)) for values in distinct)):
-        point = {name: distinct[i][j] for i, (name, j) in enumerate(zip(names, index))}
-        overridden = _normalise(point, fixed)
-        if all(index[position[name]] == 0 for name in overridden if name in position):
+    firsts = [values[0] for values in distinct]  # an axis lists each object once
+    # The rule's outcome per (arch, gpus_per_node, sync) objects: the overrides in the order
+    # _normalise applies them, and the axes that must hold their first value.
+    deciding = [i for i, name in enumerate(names) if name in _DECIDING]
+    rules: dict[tuple[int, ...], tuple[list[tuple[str, Any]], list[int]]] = {}
+    for values in itertools.product(*distinct):
+        point = dict(zip(names, values))
+        decided = tuple([id(values[i]) for i in deciding])
+        rule = rules.get(decided)
+        if rule is None:
+            probe = dict(point)
+            overridden = _normalise(probe, fixed)
+            rule = rules[decided] = ([(k, v) for k, v in probe.items() if k in overridden],
+                                     [i for i, name in enumerate(names) if name in overridden])
+        overrides, first_only = rule
+        if all(values[i] is firsts[i] for i in first_only):
+            point.update(overrides)
             yield point
+
+
+# The values _normalise's rules depend on (it never overrides arch or gpus_per_node, and
+# overrides sync only as a function of arch).
+_DECIDING = ("arch", "gpus_per_node", "sync")
 
 
 def check_axes(axes: dict[str, Sequence[Any]]) -> None:
@@ -324,9 +341,13 @@ def sweep(
     if jobs is not None and jobs < 1:
         raise InputError("--jobs", f"must be ≥ 1, got {jobs}")
     jobs = os.cpu_count() or 1 if jobs is None else jobs
-    total = count_points(axes, **fixed)
-    jobs = min(jobs, max(1, total // MIN_POINTS_PER_JOB))
-    chunk = max(1, min(CHUNK_POINTS, -(-total // jobs)))
+    chunk = CHUNK_POINTS
+    if jobs > 1:  # one process takes the chunks as they come: no need to count the grid
+        total = count_points(axes, **fixed)
+        jobs = min(jobs, max(1, total // MIN_POINTS_PER_JOB))
+        chunk = max(1, min(CHUNK_POINTS, -(-total // jobs)))
+    else:
+        check_axes(axes)  # the same error first as when counting
     executor = LocalExecutor(jobs) if jobs > 1 else Executor()
     with executor:
         return [row for rows in iter_sweep(axes, method=method, executor=executor,
