@@ -231,12 +231,14 @@ def _plan(
         return None
     # Everything but the worker count picks the template (a sweep builds every spec with its
     # keys in the same order, so equal points give equal tuples).
-    items = tuple(item for item in spec.items() if item[0] != "workers")
+    rest = spec.copy()
+    rest.pop("workers", None)
+    items = tuple(rest.items())
     try:
         hash(items)
     except TypeError:
         items = tuple((k, _hashable(v)) for k, v in items)
-    tkey = (items, tuple(type(v) for _k, v in items))
+    tkey = (items, tuple(map(type, rest.values())))
     template = state.templates.get(tkey, _MISSING)
     if template is _MISSING:
         template = state.templates[tkey] = _template(spec, state)
