@@ -172,8 +172,8 @@ class _Points:
         return _Points(np.ones(len(self.n)), *(getattr(self, f) for f in _POINT_FIELDS[1:]))
 
     def rows(self) -> np.ndarray:
-        """(B, 7): one row of numbers per point."""
-        return np.stack([getattr(self, f) for f in _POINT_FIELDS], axis=1)
+        """(B, 7), C-contiguous: one row of numbers per point."""
+        return np.ascontiguousarray(np.stack([getattr(self, f) for f in _POINT_FIELDS], axis=1))
 
 
 _POINT_FIELDS = ("n", "gup", "gdown", "sup", "sdown", "supd", "alpha")
@@ -211,23 +211,34 @@ class _Links:
     pushed: _Fifo  # (P, U, B) shard downlinks
     applied: _Fifo | None  # (P, U, B) shard update queues; None: no point has update work
     updating: np.ndarray  # (B,) the points with update work
+    first_down: _Fifo  # (J, B) worker downlink in gradient order (the first pass's)
 
     @classmethod
     def of(cls, sc: Scenario, lay: _Layout, p: _Points) -> _Links:
+        """Links of equal rates (bit for bit) in every point share their FIFO's totals."""
         part = lay.part[:, :, None]
         updating = p.supd > 0
+        pull = _Fifo.of(part * (p.n / p.sup))
+        sent = _Fifo.of(sc.tensor_bytes[:, None] / p.gup)
         return cls(
-            pull=_Fifo.of(part * (p.n / p.sup)),
-            sent=_Fifo.of(sc.tensor_bytes[:, None] / p.gup),
-            pushed=_Fifo.of(part * (p.n / p.sdown)),
+            pull=pull,
+            sent=sent,
+            pushed=pull if _same(p.sup, p.sdown) else _Fifo.of(part * (p.n / p.sdown)),
             applied=_Fifo.of(part * p.supd) if np.any(updating) else None,
             updating=updating,
+            first_down=(sent if _same(p.gup, p.gdown)
+                        else _Fifo.of(sc.tensor_bytes[:, None] / p.gdown)),
         )
 
     def take(self, cols: np.ndarray) -> _Links:
         return _Links(self.pull.take(cols), self.sent.take(cols), self.pushed.take(cols),
                       None if self.applied is None else self.applied.take(cols),
-                      self.updating[cols])
+                      self.updating[cols], self.first_down.take(cols))
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same numbers, bit for bit (so anything computed from them is the same too)."""
+    return a.tobytes() == b.tobytes()
 
 
 def _bsp_pass(
@@ -256,7 +267,7 @@ def _bsp_pass(
     pulled = links.pull.finish(np.concatenate((release, pad))[lay.idx])
     pulled = pulled.reshape(-1, points)[lay.flat]
     if first:  # all released at 0: the stable order is the gradient order
-        down_done = serial_finish(release, sizes[:, None] / p.gdown)
+        down_done = links.first_down.finish(release)
         base = forward.tensor_base[:, None]
     else:  # the worker's downlink in release order; arrivals kept in that order
         by_release = np.argsort(release, axis=0, kind="stable")
@@ -531,40 +542,39 @@ class _BspPeriods:
     its own, so a point's period does not depend on the points it is computed with."""
 
     def __init__(self) -> None:
-        self._wanted: dict[tuple[Any, ...], tuple[Scenario, dict[bytes, int], list[np.ndarray]]]
-        self._wanted = {}
+        self._wanted: dict[tuple[Any, ...], tuple[Scenario, list[np.ndarray]]] = {}
         self._periods: dict[tuple[Any, ...], np.ndarray] = {}
 
-    def want(self, sc: Scenario, p: _Points) -> tuple[tuple[Any, ...], np.ndarray]:
-        """A handle for :meth:`get`: the structure and each point's row."""
+    def want(self, sc: Scenario, p: _Points) -> tuple[tuple[Any, ...], int, int]:
+        """A handle for :meth:`get`: the structure and where the points' rows start and end."""
         key = _structure_key(sc)
         entry = self._wanted.get(key)
         if entry is None:
-            entry = self._wanted[key] = (sc, {}, [])
-        _sc, index, rows = entry
-        where = np.empty(len(p.n), dtype=np.intp)
-        for b, row in enumerate(p.rows()):
-            i = index.setdefault(row.tobytes(), len(index))
-            if i == len(rows):
-                rows.append(row)
-            where[b] = i
-        return key, where
+            entry = self._wanted[key] = (sc, [])
+        rows = entry[1]
+        start = sum(len(r) for r in rows)
+        rows.append(p.rows())
+        return key, start, start + len(p.n)
 
     def run(self) -> None:
-        for key, (sc, _index, rows) in self._wanted.items():
+        for key, (sc, parts) in self._wanted.items():
             lay = _layout(sc)
             assert lay is not None
-            table = np.array(rows)
-            periods = np.empty(len(rows))
-            for start in range(0, len(rows), MAX_BATCH):
-                part = table[start:start + MAX_BATCH]
+            table = np.concatenate(parts)
+            # distinct rows, compared as bytes (bit for bit)
+            as_bytes = table.view(np.dtype((np.void, table.itemsize * table.shape[1])))[:, 0]
+            _, first, where = np.unique(as_bytes, return_index=True, return_inverse=True)
+            distinct = table[first]
+            periods = np.empty(len(distinct))
+            for start in range(0, len(distinct), MAX_BATCH):
+                part = distinct[start:start + MAX_BATCH]
                 p = _Points(*(np.ascontiguousarray(part[:, f]) for f in range(part.shape[1])))
                 periods[start:start + MAX_BATCH] = _bsp_period(sc, lay, p)
-            self._periods[key] = periods
+            self._periods[key] = periods[where.reshape(-1)]
 
-    def get(self, handle: tuple[tuple[Any, ...], np.ndarray]) -> np.ndarray:
-        key, where = handle
-        return self._periods[key][where]
+    def get(self, handle: tuple[tuple[Any, ...], int, int]) -> np.ndarray:
+        key, start, end = handle
+        return self._periods[key][start:end]
 
 
 def predict_batch(
