@@ -180,3 +180,34 @@ def test_streamed_sweeps_hold_a_chunk_not_the_grid(tmp_path):
     assert big[1] < 1.5 * small[1]  # six times the rows, about the same memory
     with open(tmp_path / "rows1500.csv") as f:
         assert sum(1 for _ in f) == 12001
+
+
+def test_templates_built_from_other_templates_equal_resolved_ones(monkeypatch):
+    """A batchable template that differs from known ones only in its rates (batch key) and
+    only in its strategy (point values) is not resolved again; both equal a fresh resolve."""
+    from ddlperf import sweep as sweep_module
+    from ddlperf.api import make_cluster
+    from ddlperf.predictors.analytic_batch import batch_key, point_values
+    from ddlperf.scenario import resolve
+
+    resolves = []
+
+    def counted(*args):
+        resolves.append(args)
+        return resolve(*args)
+
+    monkeypatch.setattr(sweep_module, "resolve", counted)
+    axes = {"arch": ["ps", "allreduce"], "ps": [1, 3], "bandwidth": ["1Gbps", 25e9],
+            "latency": ["5us", 0.0], "goodput": [None, 0.9], "sync": ["bsp", "asp"],
+            "sharding": ["round_robin", "greedy"], "workers": [1, 4]}
+    state = sweep_module._State()
+    for point in grid(axes):
+        spec = {"model": "resnet18", **point}
+        key, _template, workers, values = sweep_module._plan(spec, state)
+        workload, strategy = sweep_module._workload_and_strategy(spec, state)
+        cluster = make_cluster(None, workers, spec["ps"], spec["bandwidth"], spec["latency"],
+                               spec["goodput"], None, strategy.arch)
+        scenario = resolve(workload, cluster, strategy)
+        assert key == batch_key(scenario)
+        assert values == point_values(scenario)
+    assert len(resolves) < len(state.templates) / 2

@@ -174,6 +174,10 @@ class _State:
         self.strategies: dict[tuple[Any, ...], Any] = {}
         self.templates: dict[tuple[Any, ...], Any] = {}
         self.clusters: dict[tuple[Any, ...], Any] = {}
+        # batchable templates: (batch key, scenario) per workload, strategy and cluster
+        # without its rates; point values per workload and cluster
+        self.layouts: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+        self.links: dict[tuple[Any, ...], tuple[float, ...]] = {}
 
 
 def _hashable(value: Any) -> Any:
@@ -267,13 +271,26 @@ def _template(
         ckey = (fields, tuple(map(type, fields)), tuple(keywords.items()))
         if ckey not in state.clusters:
             state.clusters[ckey] = make_cluster(None, 1, *fields, **keywords)
-        scenario = resolve(workload, state.clusters[ckey], strategy)
+        cluster = state.clusters[ckey]
+        # A batchable point's batch key does not depend on the link rates, latency or goodput,
+        # and its point values depend on the cluster and workload only (not the strategy):
+        # when both are known from other templates, resolving this one adds nothing.
+        layout = (id(workload), id(strategy), fields[0], fields[4], fields[5], ckey[1][0],
+                  ckey[1][4], ckey[2])
+        links = (id(workload), id(cluster))
+        known, values = state.layouts.get(layout), state.links.get(links)
+        if known is not None and values is not None:
+            return (*known, values)
+        scenario = resolve(workload, cluster, strategy)
     except InputError:
         return None
     key = batch_key(scenario)
     if key is None:
         return None
-    return key, scenario, point_values(scenario)
+    values = point_values(scenario)
+    state.layouts.setdefault(layout, (key, scenario))
+    state.links.setdefault(links, values)
+    return key, scenario, values
 
 
 def _cluster_keywords(spec: dict[str, Any]) -> dict[str, Any]:

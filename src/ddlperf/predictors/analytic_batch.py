@@ -83,7 +83,8 @@ def _structure_key(sc: Scenario) -> tuple[Any, ...]:
         id(sc.workload), sc.workload.name, strategy.arch,
         strategy.sharding, strategy.overlap, strategy.step_barrier, strategy.bucket_bytes,
         len(sc.shards),
-        len(sc.tensor_bytes), id(sc.placement), g.device, g.batch_size, id(g.forward),
+        len(sc.tensor_bytes), id(sc.placement) if sc.shards else None, g.device, g.batch_size,
+        id(g.forward),
         id(g.backward), id(g.ready_offset), g.unattributed_s, g.update_s_per_byte,
         g.forward_s, g.backward_s, g.compute_s,
     )
