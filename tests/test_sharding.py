@@ -1,4 +1,6 @@
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddlperf.sharding import imbalance, shard_matrix
 
@@ -23,3 +25,18 @@ def test_even_slices_every_tensor():
 
 def test_imbalance():
     assert imbalance(shard_matrix(SIZES, 2, "round_robin")) == 20 / 11
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([1, 2, 3, 4096, 2**20, 7_777_777]), min_size=1, max_size=120),
+       st.integers(1, 12))
+def test_greedy_takes_the_first_least_loaded_shard(sizes, shards):
+    """TensorFlow's rule step by step (ties, frequent with equal sizes, go to the lowest
+    index, as argmin does)."""
+    expected = np.zeros((len(sizes), shards))
+    load = np.zeros(shards)
+    for i, size in enumerate(sizes):
+        k = int(np.argmin(load))
+        expected[i, k] = size
+        load[k] += size
+    assert np.array_equal(shard_matrix(np.array(sizes), shards, "greedy"), expected)

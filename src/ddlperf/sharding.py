@@ -6,6 +6,8 @@ and slicing the same way. Imbalance between shards is a real bottleneck, so it i
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from ddlperf.strategy import Sharding
@@ -25,13 +27,15 @@ def shard_matrix(tensor_bytes: np.ndarray, shards: int, policy: Sharding) -> np.
         return out
     if policy == "round_robin":
         out[np.arange(n), np.arange(n) % shards] = tensor_bytes
-    elif policy == "greedy":  # Python floats: the same sums, without a numpy call per tensor
-        load = [0.0] * shards
+    elif policy == "greedy":
+        # A heap of (bytes so far, shard) in Python floats: the same sums, and the least-loaded
+        # shard with the lowest index first (as argmin), without a numpy call per tensor.
+        heap = [(0.0, k) for k in range(shards)]
         holder = []
         for size in np.asarray(tensor_bytes, dtype=float).tolist():
-            k = min(range(shards), key=load.__getitem__)  # the first least-loaded, as argmin
+            load, k = heap[0]
             holder.append(k)
-            load[k] += size
+            heapq.heapreplace(heap, (load + size, k))
         out[np.arange(n), holder] = tensor_bytes
     elif policy == "even":
         out[:] = (np.asarray(tensor_bytes, dtype=float) / shards)[:, None]
