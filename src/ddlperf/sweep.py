@@ -174,6 +174,8 @@ class _State:
         self.strategies: dict[tuple[Any, ...], Any] = {}
         self.templates: dict[tuple[Any, ...], Any] = {}
         self.clusters: dict[tuple[Any, ...], Any] = {}
+        # (workload, strategy, cluster keywords) per template without its rates; None: error
+        self.shapes: dict[tuple[Any, ...], Any] = {}
         # batchable templates: (batch key, scenario) per workload, strategy and cluster
         # without its rates; point values per workload and cluster
         self.layouts: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
@@ -253,6 +255,7 @@ def _plan(
 
 
 _COMPUTE_FIELDS = ("dtype", "math", "grad_dtype", "accumulation")
+_RATE_FIELDS = ("bandwidth", "latency", "goodput")
 _MISSING = object()
 
 
@@ -263,11 +266,23 @@ def _template(
 
     if any(spec.get(f) is not None for f in SERVER_FIELDS):
         return None  # servers and racks: the per-point path
+    # Templates that differ only in rates share their workload, strategy and keywords (whose
+    # errors do not depend on rates either).
+    shape_key = tuple((k, _hashable(v), type(v)) for k, v in spec.items()
+                      if k not in _RATE_FIELDS and k != "workers")
+    shape = state.shapes.get(shape_key, _MISSING)
+    if shape is _MISSING:
+        try:
+            shape = (*_workload_and_strategy(spec, state), _cluster_keywords(spec))
+        except InputError:
+            shape = None
+        state.shapes[shape_key] = shape
+    if shape is None:
+        return None
+    workload, strategy, keywords = shape
     try:
-        workload, strategy = _workload_and_strategy(spec, state)
         fields = (spec.get("ps"), spec.get("bandwidth"), spec.get("latency"),
                   spec.get("goodput"), spec.get("placement"), strategy.arch)
-        keywords = _cluster_keywords(spec)
         ckey = (fields, tuple(map(type, fields)), tuple(keywords.items()))
         if ckey not in state.clusters:
             state.clusters[ckey] = make_cluster(None, 1, *fields, **keywords)
