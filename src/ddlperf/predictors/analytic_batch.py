@@ -212,6 +212,7 @@ class _Links:
     pushed: _Fifo  # (P, U, B) shard downlinks
     applied: _Fifo | None  # (P, U, B) shard update queues; None: no point has update work
     updating: np.ndarray  # (B,) the points with update work
+    down_work: np.ndarray  # (J, B) each tensor's time on the worker's downlink
     first_down: _Fifo  # (J, B) worker downlink in gradient order (the first pass's)
 
     @classmethod
@@ -221,20 +222,21 @@ class _Links:
         updating = p.supd > 0
         pull = _Fifo.of(part * (p.n / p.sup))
         sent = _Fifo.of(sc.tensor_bytes[:, None] / p.gup)
+        down_work = sc.tensor_bytes[:, None] / p.gdown
         return cls(
             pull=pull,
             sent=sent,
             pushed=pull if _same(p.sup, p.sdown) else _Fifo.of(part * (p.n / p.sdown)),
             applied=_Fifo.of(part * p.supd) if np.any(updating) else None,
             updating=updating,
-            first_down=(sent if _same(p.gup, p.gdown)
-                        else _Fifo.of(sc.tensor_bytes[:, None] / p.gdown)),
+            down_work=down_work,
+            first_down=sent if _same(p.gup, p.gdown) else _Fifo.of(down_work),
         )
 
     def take(self, cols: np.ndarray) -> _Links:
         return _Links(self.pull.take(cols), self.sent.take(cols), self.pushed.take(cols),
                       None if self.applied is None else self.applied.take(cols),
-                      self.updating[cols], self.first_down.take(cols))
+                      self.updating[cols], self.down_work[:, cols], self.first_down.take(cols))
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -259,7 +261,6 @@ def _bsp_pass(
     the worker's downlink delivered them (no scatter back to gradient order).
     """
     overlap = sc.strategy.overlap
-    sizes = sc.tensor_bytes
     points = release.shape[1]
     pad = np.full((1, points), -np.inf)
     forward = _forward_fifo(sc)
@@ -272,9 +273,9 @@ def _bsp_pass(
         base = forward.tensor_base[:, None]
     else:  # the worker's downlink in release order; arrivals kept in that order
         by_release = np.argsort(release, axis=0, kind="stable")
-        cols = np.arange(points)
-        down_done = serial_finish(release[by_release, cols], sizes[by_release] / p.gdown)
-        pulled = pulled[by_release, cols]
+        flat = by_release * points + np.arange(points)  # into the (J, B) arrays, flattened
+        down_done = serial_finish(release.take(flat), links.down_work.take(flat))
+        pulled = pulled.take(flat)
         base = forward.tensor_base[by_release]
     arrival = np.maximum(pulled, down_done) + p.alpha
     if overlap:
@@ -327,16 +328,32 @@ def _push(
     backward_end = backward_start + g.backward_s
     if sc.strategy.overlap:
         grad_ready = g.ready_offset[:, None] + backward_start
+        start = backward_start
     else:
         grad_ready = np.broadcast_to(backward_end, (n_tensors, points))
+        start = backward_end
     sent = links.sent.finish(grad_ready)
-    done = links.pushed.finish(np.concatenate((grad_ready, pad))[lay.idx])
+    # the same sums in the shards' slots (pads: −inf + start = −inf)
+    done = links.pushed.finish(_slot_ready(sc, lay)[:, :, None] + start)
     arrived = np.maximum(done, np.concatenate((sent, pad))[lay.idx]) + p.alpha
     if links.applied is not None:
         applied = links.applied.finish(arrived)
         updating = links.updating
         arrived = applied if updating.all() else np.where(updating, applied, arrived)
     return arrived.reshape(-1, points)[lay.flat], backward_end
+
+
+def _slot_ready(sc: Scenario, lay: _Layout) -> np.ndarray:
+    """(P, U): when each shard slot's gradient is ready after backward starts (with overlap;
+    0 after backward ends without), −inf for pads."""
+    g = sc.groups[0]
+    key = ("batch_slot_ready", sc.strategy.sharding, len(sc.shards), sc.strategy.overlap,
+           id(g.ready_offset))
+    cache = sc.workload.derived_cache
+    if key not in cache:
+        offsets = g.ready_offset if sc.strategy.overlap else np.zeros(len(g.ready_offset))
+        cache[key] = (np.concatenate((offsets, [-np.inf]))[lay.idx], g.ready_offset)
+    return cache[key][0]
 
 
 def _bsp_period(sc: Scenario, lay: _Layout, p: _Points) -> np.ndarray:
