@@ -139,6 +139,7 @@ def _predict_points(
     state = _State()
     rows: list[dict[str, Any] | None] = [None] * len(points)
     batches: dict[tuple[Any, ...], tuple[Any, list[int], list[int], list[tuple[float, ...]]]] = {}
+    by_identity: dict[int, Any] = {}  # the keys live in state.templates meanwhile
     for i, point in enumerate(points):
         spec = {**fixed, **point}
         planned = _plan(spec, state) if method == "analytic" and BATCH else None
@@ -146,9 +147,12 @@ def _predict_points(
             rows[i] = _predict_one(point, spec, method, state)
             continue
         key, template, workers, values = planned
-        batch = batches.get(key)
+        batch = by_identity.get(id(key))  # a template's key is one shared object
         if batch is None:
-            batch = batches[key] = (template, [], [], [])
+            batch = batches.get(key)
+            if batch is None:
+                batch = batches[key] = (template, [], [], [])
+            by_identity[id(key)] = batch
         batch[1].append(i)
         batch[2].append(workers)
         batch[3].append(values)
@@ -239,13 +243,12 @@ def _plan(
     # keys in the same order, so equal points give equal tuples).
     rest = spec.copy()
     rest.pop("workers", None)
-    items = tuple(rest.items())
+    tkey = (tuple(rest.items()), tuple(map(type, rest.values())))
     try:
-        hash(items)
-    except TypeError:
-        items = tuple((k, _hashable(v)) for k, v in items)
-    tkey = (items, tuple(map(type, rest.values())))
-    template = state.templates.get(tkey, _MISSING)
+        template = state.templates.get(tkey, _MISSING)
+    except TypeError:  # an unhashable value (a Workload, a dict)
+        tkey = (tuple((k, _hashable(v)) for k, v in rest.items()), tkey[1])
+        template = state.templates.get(tkey, _MISSING)
     if template is _MISSING:
         template = state.templates[tkey] = _template(spec, state)
     if template is None:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ddlperf.prediction import TIE_SHARE
-from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ps_layout
+from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ready_in_gradient_order
 from ddlperf.predictors.assembly import single_worker_baseline
 from ddlperf.predictors.bottleneck import COMPUTE_BOUND_SHARE, SATURATED
 from ddlperf.predictors.buckets import bucket_layout
@@ -119,7 +119,7 @@ def _layout(sc: Scenario) -> _Layout | None:
 
 
 def _build_layout(sc: Scenario) -> _Layout | None:
-    if not ps_layout(sc).ready_sorted:
+    if not ready_in_gradient_order(sc):
         return None
     placement = sc.placement
     columns: list[np.ndarray] = []

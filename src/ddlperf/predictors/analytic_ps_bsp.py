@@ -57,6 +57,11 @@ class _PsLayout:
     ready_sorted: bool  # gradient order follows reverse layer order (ready times ascend)
 
 
+def ready_in_gradient_order(sc: Scenario) -> bool:
+    """Gradient order follows reverse layer order, so gradients become ready in that order."""
+    return bool(np.all(np.diff(sc.tensor_layer) <= 0))
+
+
 def ps_layout(sc: Scenario) -> _PsLayout:
     key = ("ps_layout", sc.strategy.sharding, len(sc.shards))
     cache = sc.workload.derived_cache
@@ -77,7 +82,7 @@ def ps_layout(sc: Scenario) -> _PsLayout:
             layer_starts=starts,
             shard_rows=rows,
             shard_parts=tuple(sc.placement[r, k] for k, r in enumerate(rows)),
-            ready_sorted=bool(np.all(np.diff(sc.tensor_layer) <= 0)),
+            ready_sorted=ready_in_gradient_order(sc),
         )
     return cache[key]
 
