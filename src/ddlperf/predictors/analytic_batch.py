@@ -388,16 +388,23 @@ def _bsp_period(sc: Scenario, lay: _Layout, p: _Points) -> np.ndarray:
 def _bsp_bottleneck(sc: Scenario, p: _Points, period: np.ndarray) -> np.ndarray:
     """Index into ``_bsp_resource_names`` of the busiest resource, or -1 for "compute"."""
     g = sc.groups[0]
-    shard_bytes = sc.placement.sum(axis=0)
-    total = sc.parameter_bytes
-    busy = []
-    for k in range(len(sc.shards)):
-        volume = p.n * shard_bytes[k]
-        busy += [volume / p.sdown, volume / p.sup, float(shard_bytes[k]) * p.supd]
-    busy += [total / p.gup, total / p.gdown]
-    hot = first_busiest(np.array(busy) / period)
+    hot = first_busiest(_utilization(sc, p, period, np.ones(len(p.n))))
     exposed = period - g.compute_s
     return np.where(exposed <= COMPUTE_BOUND_SHARE * period, -1, hot)
+
+
+def _utilization(
+    sc: Scenario, p: _Points, period: np.ndarray, updates: np.ndarray
+) -> np.ndarray:
+    """Each resource's busy share per point, rows in ``_bsp_resource_names`` order: per shard
+    its downlink and uplink (N × its bytes) and update queue (``updates`` × its bytes), then
+    the worker's uplink and downlink (all bytes)."""
+    shard_bytes = sc.placement.sum(axis=0)[:, None]
+    volume = p.n * shard_bytes
+    shards = np.stack([volume / p.sdown, volume / p.sup, updates * shard_bytes * p.supd],
+                      axis=1).reshape(-1, len(p.n))
+    total = sc.parameter_bytes
+    return np.concatenate((shards, [total / p.gup, total / p.gdown])) / period
 
 
 def _bsp_resource_names(sc: Scenario) -> list[str]:
@@ -446,11 +453,11 @@ def _async_demand(
     g = sc.groups[0]
     total = float(sc.tensor_bytes.sum())
     shard_bytes = sc.placement.sum(axis=0)
-    n_shards = len(sc.shards)
     # parts[k, i]: shard k's downlink, uplink, update demand (dedicated: no local traffic);
     # the shards work in parallel: per part the busiest shard's demand is the station
-    parts = np.array([[shard_bytes[k] * 1.0 / p.sdown, shard_bytes[k] * 1.0 / p.sup,
-                       shard_bytes[k] * p.supd] for k in range(n_shards)])  # (K, 3, B)
+    shard_bytes = shard_bytes[:, None]
+    parts = np.stack([shard_bytes / p.sdown, shard_bytes / p.sup, shard_bytes * p.supd],
+                     axis=1)  # (K, 3, B)
     per_part = parts.max(axis=0)  # (3, B)
     if sc.strategy.overlap:
         assert alone is not None
@@ -470,8 +477,6 @@ def _async_finish(
     throughput and the BSP period: periods (B,) and the bottleneck names."""
     g = sc.groups[0]
     points = len(p.n)
-    total = float(sc.tensor_bytes.sum())
-    shard_bytes = sc.placement.sum(axis=0)
     periods = p.n / throughput
     # identical workers: 1/N of the way from the network's period to lockstep's (BSP's)
     periods = np.where(p.n > 1, periods + (bsp - periods) / p.n, periods)
@@ -480,19 +485,12 @@ def _async_finish(
         capped = periods >= bsp
         periods = np.where(capped, bsp, periods)
     # ``analytic_ps_async.async_resources`` (or, capped, the BSP resources: one update per tensor)
-    rows = []
-    for k in range(len(sc.shards)):
-        rows += [p.n * shard_bytes[k] / p.sdown / periods,
-                 p.n * shard_bytes[k] / p.sup / periods,
-                 np.where(capped, 1.0, p.n) * shard_bytes[k] * p.supd / periods]
-    rows += [total / p.gup / periods, total / p.gdown / periods]
-    utilization = np.array(rows)
+    utilization = _utilization(sc, p, periods, np.where(capped, 1.0, p.n))
     hot = first_busiest(utilization)
     hot_u = np.take_along_axis(utilization, hot[None, :], axis=0)[0]
-    compute_wins = g.compute_s >= periods - g.compute_s
+    compute = (hot_u < SATURATED) & (g.compute_s >= periods - g.compute_s)
     all_names = _bsp_resource_names(sc)
-    names = ["compute" if hot_u[b] < SATURATED and compute_wins[b] else all_names[int(hot[b])]
-             for b in range(points)]
+    names = ["compute" if c else all_names[h] for c, h in zip(compute.tolist(), hot.tolist())]
     return periods, names
 
 
