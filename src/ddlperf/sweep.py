@@ -12,6 +12,7 @@ errors) are predicted one by one.
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -76,21 +77,33 @@ def iter_grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()
     firsts = [values[0] for values in distinct]  # an axis lists each object once
     # The rule's outcome per (arch, gpus_per_node, sync) objects: the overrides in the order
     # _normalise applies them, and the axes that must hold their first value.
-    deciding = [i for i, name in enumerate(names) if name in _DECIDING]
-    rules: dict[tuple[int, ...], tuple[list[tuple[str, Any]], list[int]]] = {}
+    decide = _decider([i for i, name in enumerate(names) if name in _DECIDING])
+    rules: dict[Any, tuple[list[tuple[str, Any]], list[int]]] = {}
     for values in itertools.product(*distinct):
-        point = dict(zip(names, values))
-        decided = tuple([id(values[i]) for i in deciding])
+        decided = decide(values)
         rule = rules.get(decided)
         if rule is None:
-            probe = dict(point)
+            probe = dict(zip(names, values))
             overridden = _normalise(probe, fixed)
             rule = rules[decided] = ([(k, v) for k, v in probe.items() if k in overridden],
                                      [i for i, name in enumerate(names) if name in overridden])
         overrides, first_only = rule
-        if all(values[i] is firsts[i] for i in first_only):
-            point.update(overrides)
+        if not first_only or all(values[i] is firsts[i] for i in first_only):
+            point = dict(zip(names, values))
+            if overrides:
+                point.update(overrides)
             yield point
+
+
+def _decider(positions: list[int]) -> Callable[[tuple[Any, ...]], Any]:
+    """The identities of a point's values at ``positions`` (a grid lists each object once)."""
+    if len(positions) > 1:
+        pick = operator.itemgetter(*positions)
+        return lambda values: tuple(map(id, pick(values)))
+    if positions:
+        position = positions[0]
+        return lambda values: id(values[position])
+    return lambda values: None
 
 
 # The values _normalise's rules depend on (it never overrides arch or gpus_per_node, and
