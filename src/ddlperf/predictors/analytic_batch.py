@@ -374,9 +374,12 @@ def _bsp_period(sc: Scenario, lay: _Layout, p: _Points) -> np.ndarray:
             upd, end = _bsp_pass(sc, lay, sub_p, sub_links, upd - last, end - last)
             new = np.maximum(upd.max(axis=0), end)
             settled = np.abs(new - last) <= 1e-9 * new
-            period[active] = new
-            updates[:, active] = upd
-            ends[active] = end
+            if whole:
+                period, updates, ends = new, upd, end
+            else:
+                period[active] = new
+                updates[:, active] = upd
+                ends[active] = end
             if settled.all():
                 break
             if settled.any():
