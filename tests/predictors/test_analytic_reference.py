@@ -8,7 +8,6 @@ Every number must agree to 1e-9 (relative); bottlenecks, errors and the point co
 from __future__ import annotations
 
 import json
-import math
 import warnings
 
 import pytest
@@ -21,24 +20,9 @@ from tests.predictors.analytic_reference_cases import (
     barrier_server_rows,
     grid_rows,
 )
+from tests.predictors.simulate.test_reference import _close  # figures to 1e-9, the rest equal
 
 FROZEN = json.loads(DATA.read_text())
-
-
-def _close(got, frozen, path: str) -> None:
-    if isinstance(frozen, dict):
-        assert got.keys() == frozen.keys(), path
-        for k in frozen:
-            _close(got[k], frozen[k], f"{path}.{k}")
-    elif isinstance(frozen, list):
-        assert len(got) == len(frozen), path
-        for i, (x, y) in enumerate(zip(got, frozen)):
-            _close(x, y, f"{path}[{i}]")
-    elif isinstance(frozen, float) and not isinstance(got, bool):
-        assert isinstance(got, (int, float)), path
-        assert math.isclose(got, frozen, rel_tol=1e-9, abs_tol=0), (path, got, frozen)
-    else:
-        assert got == frozen, path
 
 
 @pytest.mark.parametrize("name", list(GRIDS))
