@@ -10,9 +10,13 @@ Targets: ≥ 10,000 predictions/s (issue #2); the batched sweep ≥ 20,000 point
 start-up under 1 s.
 
 Measured (2026-12-01, 2 shared cores, CPU seconds, best of several runs): batched sweep of
-the 1,536-point grid on 1 process 20,300 points/s at load 6.9 (it was 7,400–8,100 at load
-3.7–7 before the speed work of issue 12: the BSP fixed points, MVA and set-up of each batch
-are now shared across batches, see ``predictors/analytic_batch.py``).
+the 1,536-point grid on 1 process 22,450 points/s at load 3.3 and 20,300 at load 6.9 (before
+the speed work of issue 12: 8,700–8,900 at load 2.9, 7,400–8,100 at load 3.7–7; the BSP fixed
+points, MVA and set-up of each batch are now shared across batches, see
+``predictors/analytic_batch.py``). Where the time goes now (load 6.9, 75 ms): the batched
+model 42 ms (BSP fixed points 27–29, MVA 3), templates 17 ms (workload 2.5), grid and rows
+16 ms. Grids larger than one chunk (4,096 points) whose worker counts vary slowest get fewer
+points per template: 24,576 points run at 10,400/s on 1 process (load 2.9).
 """
 
 from __future__ import annotations
