@@ -18,7 +18,7 @@ Assumptions (also in the README and docs/compute.md):
 from __future__ import annotations
 
 import json
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -102,7 +102,24 @@ def load(
     batch = entry["default_batch_size"] if batch_size is None else batch_size
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
         raise InputError("batch_size", f"must be a whole number > 0, got {batch_size!r}")
-    dev = device if isinstance(device, Device) else device_from_spec(device, "device")
+    named = (device, dtype, math, grad_dtype, accumulation)
+    if all(isinstance(v, (str, int, type(None))) for v in named) and isinstance(device, str):
+        # the same inputs give the same (frozen) Workload: build it once
+        return _load_named(key, batch, *named)
+    return _build(key, entry, batch, device, dtype, math, grad_dtype, accumulation)
+
+
+@lru_cache(maxsize=64)
+def _load_named(key: str, batch: int, device: str, dtype: str, math: str | None,
+                grad_dtype: str | None, accumulation: int) -> Workload:
+    """:func:`load` for a device given by name or spec string, once per process: ``explain``
+    re-predicts ~10 what-ifs of one model, each pricing every layer with the kernel model."""
+    return _build(key, _entry(key)[1], batch, device_from_spec(device, "device"), dtype, math,
+                  grad_dtype, accumulation)
+
+
+def _build(key: str, entry: dict[str, Any], batch: int, dev: Device, dtype: str,
+           math: str | None, grad_dtype: str | None, accumulation: int) -> Workload:
     layers = priced_layers(entry["layers"], batch, dev, dtype, math, grad_dtype,
                            table=_table(key))
     return Workload(
