@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ddlperf.errors import InputError
@@ -126,15 +125,18 @@ def read_structured(path: str | Path, field: str) -> Any:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(field, f"cannot read {str(p)!r}: {exc}") from None
-    try:
-        if p.suffix.lower() == ".json":
+    if p.suffix.lower() == ".json":
+        try:
             return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                field, f"{p.name} is not valid JSON (line {exc.lineno}, column {exc.colno})",
+                "fix the syntax",
+            ) from None
+    import yaml  # PyYAML loads only for YAML files (it is ~20 ms of start-up otherwise)
+
+    try:
         return yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            field, f"{p.name} is not valid JSON (line {exc.lineno}, column {exc.colno})",
-            "fix the syntax",
-        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

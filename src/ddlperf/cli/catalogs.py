@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from ddlperf.cli.app import app
 from ddlperf.cli.common import handle_input_errors, make_console, print_json
 from ddlperf.report.fit import Col, dropped_line, fit_table
 from ddlperf.units import format_bandwidth, format_duration, format_flops, format_size
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @app.command()

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import datetime
 import shlex
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from ddlperf.cli.common import console, handle_input_errors, print_json
+from ddlperf.cli.common import handle_input_errors, out_console, print_json
 from ddlperf.errors import InputError
-from ddlperf.measure import emulated
-from ddlperf.measure.emulated import EmulatedCluster, HostSpec
 from ddlperf.report.fit import Col, fit_table
 from ddlperf.units import format_bandwidth, parse_bandwidth, parse_duration
+
+if TYPE_CHECKING:  # the emulated cluster and rich load when a cluster command runs
+    from rich.table import Table
+
+    from ddlperf.measure.emulated import EmulatedCluster, HostSpec
 
 cluster_app = typer.Typer(
     name="cluster",
@@ -38,6 +40,8 @@ def parse_host(
     text: str, default_rates: tuple[float, float], default_quota: float | None
 ) -> HostSpec:
     """``NAME[=UP[/DOWN]][,cpu=QUOTA]``, e.g. ``w0=100Mbps/50Mbps,cpu=0.5``."""
+    from ddlperf.measure.emulated import HostSpec
+
     spec, *options = text.split(",")
     name, sep, rates = spec.partition("=")
     field = f"--host {name.strip()}"
@@ -59,6 +63,9 @@ def build_hosts(
     hosts: int | None, host: list[str] | None, bandwidth: str, cpu_quota: float | None
 ) -> list[HostSpec]:
     """Host list from ``--hosts N`` or repeated ``--host`` options."""
+    from ddlperf.measure import emulated
+    from ddlperf.measure.emulated import HostSpec
+
     default_rates = _rates(bandwidth, "--bandwidth")
     if hosts is not None and host:
         raise InputError("--hosts", "give either --hosts N or --host options, not both")
@@ -94,9 +101,12 @@ def up(
     json_out: Annotated[bool, typer.Option("--json", help="Print the state as JSON.")] = False,
 ) -> None:
     """Bring an emulated cluster up and leave it running."""
+    from ddlperf.measure.emulated import EmulatedCluster
+
     specs = build_hosts(hosts, host, bandwidth, cpu_quota)
     buffer_s = parse_duration(buffer, "--buffer", allow_zero=False)
     cluster = EmulatedCluster.up(specs, buffer_s=buffer_s, run_id=run_id)
+    console = out_console()
     if json_out:
         print_json(cluster.to_state())
         return
@@ -145,12 +155,17 @@ def status(
     json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List emulated clusters from their state files and check their namespaces."""
+    from rich.table import Table
+
+    from ddlperf.measure import emulated
+
     states = emulated.read_states()
     rows = [_describe(rid, cluster) for rid, cluster in states.items()]
     orphans = sorted(emulated.orphan_run_ids(states))
     if json_out:
         print_json({"clusters": rows, "orphans": orphans})
         return
+    console = out_console()
     if not rows:
         console.print("no emulated clusters")
     else:
@@ -178,12 +193,15 @@ def down(
     all_: Annotated[bool, typer.Option("--all", help="Every kept cluster and orphan.")] = False,
 ) -> None:
     """Tear clusters down (and any orphaned ddlperf namespaces and cgroups)."""
+    from ddlperf.measure import emulated
+
     emulated.require_root()
     if run_id is None and not all_:
         raise InputError("RUN_ID", "no cluster named", "give a RUN_ID or --all")
     states = emulated.read_states()
     orphans = emulated.orphan_run_ids(states)
     targets: set[str] = set(orphans)
+    console = out_console()
     if run_id is not None:
         if run_id not in states and run_id not in emulated.leftover_run_ids():
             raise InputError("RUN_ID", f"no cluster {run_id!r}", "see `ddlperf cluster status`")

@@ -8,18 +8,17 @@ import json
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
-from rich.console import Console
 
 from ddlperf.errors import InputError
 from ddlperf.units import ImplausibleValueWarning
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 WIDE = 100_000  # --wide: as wide as the content
@@ -28,7 +27,25 @@ WIDE = 100_000  # --wide: as wide as the content
 def make_console(wide: bool = False) -> Console:
     """A console for one command's output, sized now: the terminal's width, or ``COLUMNS``,
     or 80 columns in a pipe (tables choose their columns to fit it); ``wide``: no limit."""
+    from rich.console import Console  # rich loads only for commands that print tables
+
     return Console(highlight=False, width=WIDE if wide else None)
+
+
+@functools.cache
+def out_console() -> Console:
+    """The shared console on stdout, with rich's defaults (made once, on first use)."""
+    from rich.console import Console
+
+    return Console()
+
+
+@functools.cache
+def err_console() -> Console:
+    """The console for progress and messages on stderr (made once, on first use)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def fail(message: str) -> typer.Exit:

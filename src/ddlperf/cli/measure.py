@@ -10,16 +10,17 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ddlperf.api import ignored_flags
 from ddlperf.cli.app import app
 from ddlperf.cli.common import handle_input_errors, make_console, print_json
 from ddlperf.cli.options import scenario_flags
 from ddlperf.errors import InputError
-from ddlperf.prediction import Prediction
+
+if TYPE_CHECKING:
+    from ddlperf.prediction import Prediction
 
 
 def _quotas(items: list[str] | None) -> dict[str, float]:
@@ -71,6 +72,7 @@ def measure(
     Defaults differ from predict's (mobilenet_v2, 2 workers, 1 PS, 100Mbps: what 2 cores can
     drive); give --model, --workers, --ps and --bandwidth to measure what you predicted.
     """
+    from ddlperf.api import ignored_flags
     from ddlperf.measure import run as runner
     from ddlperf.measure import torchrun
     from ddlperf.measure.launcher import RunFailed

@@ -12,18 +12,21 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ddlperf.cli.app import app
-from ddlperf.cli.common import console, handle_input_errors, make_console, print_json
+from ddlperf.cli.common import handle_input_errors, make_console, out_console, print_json
 from ddlperf.errors import InputError, MissingExtraError
 from ddlperf.io import check_writable
 from ddlperf.report.fit import Col, Row, dropped_line, fit_table
 from ddlperf.units import format_duration, format_size, parse_duration
-from ddlperf.workload import Workload, load_workload
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ddlperf.workload import Workload
 
 DEFAULT_MODULE_BATCH = 32
 
@@ -102,7 +105,7 @@ def profile_command(
     if json_output:
         print_json(workload.to_dict())
         return
-    console.print(_summary(workload, out))
+    out_console().print(_summary(workload, out))
 
 
 @app.command()
@@ -117,6 +120,8 @@ def show(
     """A readable per-layer table of a workload file: time share, bytes, FLOPs, totals."""
     if top is not None and top <= 0:
         raise InputError("--top", f"must be > 0, got {top}")
+    from ddlperf.workload import load_workload
+
     workload = load_workload(path, field=str(path))
     if json_output:
         print_json(workload.to_dict())

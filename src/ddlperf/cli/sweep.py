@@ -16,9 +16,6 @@ from ddlperf.cli.predict import check_method
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable, write_atomic
 from ddlperf.report.fit import Col, dropped_line, fit_table
-from ddlperf.report.header import speedup_text
-from ddlperf.report.sweep_plot import value_label
-from ddlperf.report.table import percent, samples_per_s
 from ddlperf.units import format_duration
 
 DEFAULT_AXIS = {"workers": [1, 2, 4, 8, 16, 32]}
@@ -36,6 +33,10 @@ NUMERIC_AXES = ("workers", "ps", "batch_size", "staleness", "gpus_per_node", "ni
 
 
 def _cell(key: str, value: Any) -> str:
+    from ddlperf.report.header import speedup_text
+    from ddlperf.report.sweep_plot import value_label
+    from ddlperf.report.table import percent, samples_per_s
+
     if value is None:
         return "-"
     if key == "iteration_time_s":

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from ddlperf.cli.app import app
-from ddlperf.cli.common import console, err_console, handle_input_errors, print_json
+from ddlperf.cli.common import err_console, handle_input_errors, out_console, print_json
 from ddlperf.errors import InputError
 
 
@@ -54,7 +54,7 @@ def _dry_run(plans: list[Any]) -> None:
     for i, plan in enumerate(plans, 1):
         table.add_row(str(i), plan.name, setup_text(plan.describe()),
                       f"{plan.warmup}+{plan.iterations}", plan.note or "")
-    console.print(table)
+    out_console().print(table)
 
 
 @app.command()
@@ -135,7 +135,7 @@ def validate(
     if json_output:
         print_json(api.clean_json(run.to_dict()))
     else:
-        render(run.rows, run.summary, console)
+        render(run.rows, run.summary, out_console())
         typer.echo(f"results: {run.out / 'results.json'}, {run.out / 'results.csv'}, "
                    f"{run.out / 'validation.png'}")
         if publish is not None:
@@ -175,7 +175,7 @@ def _published(path: Path, out: Path | None, only: str | None, publish: Path | N
     if json_output:
         print_json(clean_json(run.to_dict()))
         return
-    render(run.rows, run.summary, console)
+    render(run.rows, run.summary, out_console())
     typer.echo(f"results: {out / 'results.json'}, {out / 'results.csv'}, "
                f"{out / 'validation.png'}")
     if publish is not None:
@@ -187,7 +187,7 @@ def _with_progress(work: Any) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        console=err_console, transient=True)
+                        console=err_console(), transient=True)
     task = None
 
     def on_event(event: dict[str, Any]) -> None:
@@ -215,7 +215,7 @@ def _run(api: Any, matrix: Path, out: Path, names: list[str] | None, resume: boo
     )
 
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                        MofNCompleteColumn(), TimeElapsedColumn(), console=err_console(),
                         transient=False)
     task = None
 

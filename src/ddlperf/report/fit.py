@@ -11,12 +11,10 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from rich import box
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
+if TYPE_CHECKING:  # rich loads when a table is built, not when a command module is imported
+    from rich.table import Table
 
 TEXT_MIN_WIDTH = 18  # a wrapping text column keeps at least this many characters per line
 
@@ -72,6 +70,9 @@ def fit_table(
 
 def _build(columns: Sequence[Col], rows: Sequence[Sequence[str] | Row], title: str | None,
            options: dict[str, object]) -> Table:
+    from rich import box
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
                   pad_edge=False, show_edge=False, **options)  # type: ignore[arg-type]
     for i, col in enumerate(columns):
@@ -97,6 +98,9 @@ def _narrowest(columns: Sequence[Col], rows: Sequence[Sequence[str] | Row],
 
     table = _build(columns, [[cut(r[i], col) for i, col in enumerate(columns)] for r in rows],
                    None, options)
+    from rich.console import Console
+    from rich.measure import Measurement
+
     console = Console(width=100_000, file=io.StringIO())
     return Measurement.get(console, console.options, table).maximum
 
