@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_analytic.py``. Prints predictions per second (best of 3
 passes over the grid) — one ``predict_analytic`` per point, and ``ddlperf.sweep`` per point and
-batched (``predictors.analytic_batch``) — and the wall time of ``ddlperf predict --json``
+batched (``predictors.analytic_batch``) — and the wall and CPU time of ``ddlperf predict --json``
 (best of 5). Rates are per CPU second (this process, plus its worker processes for
 ``jobs`` > 1) with the wall-clock rate and the 1-minute load average next to them: on a shared
 machine the wall clock measures the other jobs too.
@@ -24,8 +24,6 @@ from __future__ import annotations
 import itertools
 import os
 import resource
-import subprocess
-import sys
 import time
 
 from ddlperf.api import make_cluster, make_strategy
@@ -117,14 +115,13 @@ def batched_share() -> float:
     return sum(_plan({"model": "resnet50", **p}, state) is not None for p in points) / len(points)
 
 
-def startup_seconds(runs: int = 5) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ddlperf", "predict", "--json"], check=True,
-                       stdout=subprocess.DEVNULL)
-        best = min(best, time.perf_counter() - start)
-    return best
+def startup_seconds(runs: int = 5) -> tuple[float, float]:
+    """Wall and CPU seconds of ``ddlperf predict --json``, best of ``runs``, measured as
+    ``benchmarks/bench_startup.py`` does (byte-compiled package, as installed)."""
+    from bench_startup import best_of, compile_package
+
+    compile_package()
+    return best_of(("predict", "--json"), runs)
 
 
 def load() -> str:
@@ -143,4 +140,6 @@ if __name__ == "__main__":
         cpu, wall, n = sweep_rate(jobs, passes=5)
         print(f"ddlperf.sweep, resnet50 grid of {n} points, {jobs} process(es): "
               f"{cpu:,.0f}/CPU-s ({wall:,.0f}/s wall, {load()})")
-    print(f"'ddlperf predict --json' wall time (best of 5): {startup_seconds():.3f} s ({load()})")
+    wall, cpu = startup_seconds()
+    print(f"'ddlperf predict --json' (best of 5): {wall:.3f} s wall, {cpu:.3f} s CPU "
+          f"({load()}; more commands: benchmarks/bench_startup.py)")
