@@ -183,3 +183,37 @@ def test_answers_are_the_same_whether_or_not_every_row_is_kept(tmp_path, table):
         assert strip(getattr(full, key)) == strip(getattr(lean, key)), key
     assert [strip(r) for r in full.front] == [strip(r) for r in lean.front]
     assert (full.evaluated, full.errors) == (lean.evaluated, lean.errors)
+
+
+def test_a_saved_plan_reads_back_as_the_same_result(table):
+    """``plan --json`` holds everything its page draws (``report --plan``): read back, the
+    result writes the same JSON, price table included."""
+    import json
+
+    from ddlperf.plan import PlanResult
+
+    target = Target(deadline_s=36_000, samples=5e7, budget=900)
+    result = plan(target, _space(table, servers=range(1, 9)), prices=table, fixed=FIXED,
+                  recheck=0)
+    saved = json.loads(json.dumps(result.to_dict()))
+    assert saved["prices"]["instances"][2]["intra"] > 0  # NVLink2 in bits/s
+    again = PlanResult.from_dict(saved)
+    assert again.to_dict() == saved
+    assert again.prices == table and again.target == target
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d.pop("target"), lambda d: d["prices"].pop("instances"),
+    lambda d: d.update(target={"throughput_samples_per_s": "fast"}),
+    lambda d: d["pareto_front"][0].pop("cost"), lambda d: d.update(candidates="many"),
+    lambda d: d.update(pareto_front=3),
+])
+def test_a_json_that_is_not_a_saved_plan_is_one_input_error(table, change):
+    from ddlperf.plan import PlanResult
+
+    data = plan(Target(throughput=3000), _space(table, servers=range(1, 5)), prices=table,
+                fixed=FIXED, recheck=0).to_dict()
+    change(data)
+    with pytest.raises(InputError) as info:
+        PlanResult.from_dict(data)
+    assert str(info.value).startswith("--plan")

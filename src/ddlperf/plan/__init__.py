@@ -31,6 +31,8 @@ __all__ = ["PlanResult", "SearchSpace", "Target", "load_prices", "plan"]
 # Candidates per chunk of work: a batched family is one vectorized call; others are predicted
 # one by one (~10 ms each), so their chunks are smaller to keep the workers balanced.
 BATCHED_CHUNK = 512
+# What the plan page needs of every answer and Pareto row.
+ROW_KEYS = frozenset({"throughput_samples_per_s", "price_per_hour", "job_s", "cost", "meets"})
 SINGLE_CHUNK = 16
 
 
@@ -60,7 +62,9 @@ class PlanResult:
                        "samples": self.target.samples, "budget": self.target.budget,
                        "text": self.target.describe()},
             "prices": {"example": self.prices.example, "currency": self.prices.currency,
-                       "note": self.prices.note},
+                       "note": self.prices.note,
+                       **self.prices.model_dump(mode="json", include={"instances",
+                                                                      "ps_hosts"})},
             "candidates": self.total, "evaluated": self.evaluated, "errors": self.errors,
             "interrupted": self.interrupted,
             "cheapest": clean(self.cheapest), "fastest": clean(self.fastest),
@@ -70,6 +74,46 @@ class PlanResult:
             "rows_file": None if self.rows_file is None else str(self.rows_file),
             "notes": self.notes,
         }
+
+
+    @classmethod
+    def from_dict(cls, data: Any, field: str = "--plan") -> PlanResult:
+        """The result saved by ``ddlperf plan --json`` (what ``ddlperf report --plan`` draws),
+        or a one-line error naming ``field``."""
+        from ddlperf.schema import validate
+
+        fix = "save one with 'ddlperf plan ... --json > plan.json'"
+        keys = ("target", "prices", "candidates", "evaluated", "pareto_front")
+        if not isinstance(data, dict) or any(k not in data for k in keys):
+            raise InputError(field, "is not the JSON of 'ddlperf plan --json'", fix)
+        prices = data["prices"]
+        if not isinstance(prices, dict) or "instances" not in prices:
+            raise InputError(field, "holds no price table (saved by an older ddlperf)",
+                             "run the plan again with --json")
+        table = validate(PriceTable, {k: v for k, v in prices.items()
+                                      if k in PriceTable.model_fields}, prefix=f"{field} prices")
+        try:
+            answers = [data.get("cheapest"), data.get("fastest"), *data["pareto_front"]]
+            t = data["target"]
+            target = Target(throughput=t.get("throughput_samples_per_s"),
+                            deadline_s=t.get("deadline_s"), samples=t.get("samples"),
+                            budget=t.get("budget"))
+            ok = (all(isinstance(data[k], int) for k in ("candidates", "evaluated"))
+                  and all(row is None or set(row) >= ROW_KEYS for row in answers))
+        except (AttributeError, TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise InputError(field, "is not the JSON of 'ddlperf plan --json' (its target, "
+                             "counts or rows are not what plan writes)", fix)
+        rows_file = data.get("rows_file")
+        return cls(target=target, prices=table, total=data["candidates"],
+                   evaluated=data["evaluated"], errors=data.get("errors", 0),
+                   cheapest=data.get("cheapest"), fastest=data.get("fastest"),
+                   best_reachable=data.get("best_reachable"), front=data["pareto_front"],
+                   rechecks=data.get("rechecks", []),
+                   interrupted=bool(data.get("interrupted")),
+                   rows_file=None if rows_file is None else Path(rows_file),
+                   notes=data.get("notes", []))
 
 
 def count(space: SearchSpace, table: PriceTable) -> int:
