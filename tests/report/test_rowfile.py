@@ -58,3 +58,25 @@ def test_parquet_row_groups_keep_types(tmp_path, monkeypatch):
 def test_unknown_suffix_is_bad_input(tmp_path):
     with pytest.raises(InputError, match=r"use \.csv or \.parquet"):
         RowWriter(tmp_path / "out.xlsx", "--rows")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_rows_read_back_as_written(tmp_path, suffix):
+    if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        pytest.skip("needs pyarrow")
+    rows = [{"workers": 4, "bandwidth": "10Gbps", "overlap": True, "x": 0.25, "error": None},
+            {"workers": 8, "bandwidth": "1Gbps", "overlap": False, "x": None, "error": "bad"}]
+    writer = RowWriter(tmp_path / f"rows{suffix}", "--csv")
+    writer.write(rows)
+    assert rowfile.read_rows(writer.close(), "--sweep", 10) == rows
+
+
+def test_reading_more_rows_than_the_limit_or_a_ragged_file_is_one_error(tmp_path):
+    writer = RowWriter(tmp_path / "rows.csv", "--csv")
+    writer.write(_rows(11))
+    path = writer.close()
+    with pytest.raises(InputError, match="--sweep: has more than 10 rows"):
+        rowfile.read_rows(path, "--sweep", 10)
+    path.write_text("i,x\n1,2\n3,4,5\n")
+    with pytest.raises(InputError, match=r"line 3 of rows\.csv does not have the header's 2"):
+        rowfile.read_rows(path, "--sweep", 10)

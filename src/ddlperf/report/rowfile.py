@@ -1,4 +1,4 @@
-"""Rows streamed to CSV or Parquet as they are computed, never all in memory.
+"""Rows streamed to CSV or Parquet as they are computed, never all in memory; and read back.
 
 Rows go to a temporary file beside the target and are renamed into place when the writer
 closes, so a reader never sees half a file. A run stopped early (Ctrl-C) closes the writer
@@ -30,7 +30,7 @@ def row_format(path: str | Path, field: str) -> str:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise InputError(field, "writing Parquet needs pyarrow",
+            raise InputError(field, "Parquet needs pyarrow",
                              "pip install 'ddlperf[parquet]', or give a .csv file") from None
         return "parquet"
     raise InputError(field, f"{Path(path).name!r}: unknown format", "use .csv or .parquet")
@@ -120,3 +120,55 @@ class RowWriter:
         if self._parquet is not None:
             self._parquet.close()
         self._tmp.unlink(missing_ok=True)
+
+
+def read_rows(path: str | Path, field: str, limit: int) -> list[dict[str, Any]]:
+    """The rows of a CSV or Parquet file written by :class:`RowWriter`, with the values it
+    wrote (CSV text back to numbers, booleans and None), or a one-line error; more than
+    ``limit`` rows is an error found before they are all read."""
+    p = Path(path)
+    fmt = row_format(p, field)
+    if not p.is_file():
+        raise InputError(field, f"file {str(p)!r} does not exist", "check the path")
+    fix = f"give at most {limit:,} rows (a smaller sweep, or part of this one)"
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.ParquetFile(p).metadata.num_rows
+            if rows > limit:
+                raise InputError(field, f"has {rows:,} rows, more than are drawn ({limit:,})",
+                                 fix)
+            return pq.read_table(p).to_pylist()
+        except (OSError, ValueError) as exc:  # pyarrow's errors for a file that is not Parquet
+            raise InputError(field, f"cannot read {p.name} as Parquet: {exc}") from None
+    out: list[dict[str, Any]] = []
+    try:
+        with p.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            for row in reader:
+                if len(out) == limit:
+                    raise InputError(field, f"has more than {limit:,} rows, more than are "
+                                     "drawn", fix)
+                if None in row or None in row.values():
+                    raise InputError(field, f"line {reader.line_num} of {p.name} does not have "
+                                     f"the header's {len(reader.fieldnames or [])} fields",
+                                     "give the file as ddlperf wrote it")
+                out.append({k: _value(v) for k, v in row.items()})
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(field, f"cannot read {p.name} as CSV: {exc}") from None
+    return out
+
+
+def _value(text: str) -> Any:
+    """A CSV cell as RowWriter had it: '' → None, 'True' → True, '8' → 8, '0.5' → 0.5."""
+    if text == "":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
