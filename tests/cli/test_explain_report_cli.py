@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 import ddlperf.cli  # noqa: F401  (registers the commands)
 from ddlperf.cli.app import app
 from tests.conftest import assert_one_line_error
+from tests.report import chromium
 
 runner = CliRunner()
 
@@ -95,3 +97,84 @@ def test_analytic_explain_leaves_the_simulator_and_plots_unimported():
             "print(sorted(m for m in sys.modules if m.startswith("
             "('ddlperf.predictors.simulate', 'matplotlib'))))")
     assert _last_line_of_python(code) == "[]"
+
+
+def _saved_sweep_and_plan(tmp_path):
+    """Rows of a sweep as CSV and Parquet, and a plan's JSON, as the commands save them."""
+    import yaml
+
+    from tests.plan.conftest import TABLE
+
+    csv_path, parquet = tmp_path / "rows.csv", tmp_path / "rows.parquet"
+    args = ["sweep", "--workers", "1,2,4,8", "--ps", "1,2", "--bandwidth", "1Gbps,10Gbps",
+            "--csv", str(csv_path)]
+    try:
+        import pyarrow  # noqa: F401
+
+        args += ["--parquet", str(parquet)]
+    except ImportError:
+        parquet = None
+    assert invoke(*args).exit_code == 0
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(yaml.safe_dump(TABLE))
+    result = invoke("plan", "--throughput", "3000", "--prices", str(prices), "--servers",
+                    "1..8", "--recheck", "0", "--json")
+    assert result.exit_code == 0, result.output
+    plan_json = tmp_path / "plan.json"
+    plan_json.write_text(result.stdout)
+    return csv_path, parquet, plan_json
+
+
+def test_report_draws_a_saved_sweep_or_plan(tmp_path):
+    """``report --sweep`` / ``--plan``: the page ``sweep --html`` / ``plan --html`` would
+    write, from the saved results (nothing is predicted again)."""
+    csv_path, parquet, plan_json = _saved_sweep_and_plan(tmp_path)
+    for rows in filter(None, (csv_path, parquet)):
+        out = tmp_path / f"{rows.suffix[1:]}.html"
+        result = invoke("report", "--sweep", str(rows), "--x", "bandwidth", "--y", "speedup",
+                        "--out", str(out))
+        assert result.exit_code == 0, result.output
+        text = out.read_text()
+        assert 'id="fig-sweep"' in text and "16 rows over workers × ps × bandwidth" in text
+        assert "speedup against bandwidth" in text
+    out = tmp_path / "plan.html"
+    assert invoke("report", "--plan", str(plan_json), "--out", str(out)).exit_code == 0
+    text = out.read_text()
+    for needle in ('id="fig-pareto"', ">Answers<", ">Prices used<", "test input"):
+        assert needle in text, needle
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--sweep", "{rows}", "--plan", "{plan}"], ["--sweep", "not both"]),
+    (["--sweep", "{rows}", "--workers", "4"], ["--workers: does not apply to --sweep"]),
+    (["--plan", "{plan}", "--method", "simulate"], ["--method: does not apply to --plan"]),
+    (["--sweep", "{rows}", "--x", "sync"], ["--x: 'sync' is not a swept axis", "workers"]),
+    (["--sweep", "{rows}", "--y", "cost"], ["--y: 'cost' is not a result"]),
+    (["--x", "workers"], ["--x: applies to --sweep"]),
+    (["--plan", "{rows}"], ["--plan", "not a .json file"]),
+    (["--sweep", "{plan}"], ["--sweep", "unknown format"]),
+    (["--plan", "{tmp}/nothing.json"], ["--plan", "does not exist"]),
+    (["--sweep", "{tmp}/headers.csv"], ["--sweep", "has no rows"]),
+    (["--plan", "{tmp}/other.json"], ["--plan: is not the JSON of 'ddlperf plan --json'"]),
+])
+def test_report_bad_saved_input_is_one_line_and_writes_nothing(tmp_path, args, needles):
+    csv_path, _parquet, plan_json = _saved_sweep_and_plan(tmp_path)
+    (tmp_path / "headers.csv").write_text(csv_path.read_text().splitlines()[0] + "\n")
+    (tmp_path / "other.json").write_text('{"workers": 4}')
+    out = tmp_path / "r.html"
+    filled = [a.format(rows=csv_path, plan=plan_json, tmp=tmp_path) for a in args]
+    assert_one_line_error(invoke("report", *filled, "--out", str(out)), *needles)
+    assert not out.exists()
+
+
+@pytest.mark.skipif(chromium.skip_reason() is not None, reason=str(chromium.skip_reason()))
+def test_chromium_renders_the_saved_sweep_and_plan_reports(tmp_path):
+    csv_path, _parquet, plan_json = _saved_sweep_and_plan(tmp_path)
+    for name, args in (("sweep", ["--sweep", str(csv_path)]), ("plan", ["--plan", str(plan_json)])):
+        page = tmp_path / f"{name}.html"
+        assert invoke("report", *args, "--out", str(page)).exit_code == 0
+        text = page.read_text()
+        dom = chromium.run(page, tmp_path / f"profile-{name}", "--dump-dom")
+        assert text.count("<figure ") == 1
+        assert f'data-figures-rendered="{text.count("<figure ")}"' in dom, name
+        assert dom.count('data-rendered="yes"') == 1, name
