@@ -26,6 +26,8 @@ import os
 import resource
 import time
 
+import numpy as np
+
 from ddlperf.api import make_cluster, make_strategy
 from ddlperf.predictors.analytic import predict_analytic
 from ddlperf.scenario import resolve
@@ -107,6 +109,35 @@ def sweep_rate(jobs: int, passes: int = 3, batch: bool = True) -> tuple[float, f
         sweep_module.BATCH = saved
 
 
+def grid_of(points: int) -> dict[str, list[object]]:
+    """:data:`SWEEP_AXES` with more link rates for about ``points`` points: the worker count
+    varies slowest, so a 4,096-point chunk holds few points of each template (everything but
+    the worker count) — the hard case for the batched path."""
+    rates = len(SWEEP_AXES["bandwidth"]) * -(-points // 1_536)
+    return {**SWEEP_AXES, "bandwidth": [float(r) for r in np.geomspace(1e9, 200e9, rates)]}
+
+
+def big_grid_rates(sizes: tuple[int, ...] = (1_536, 6_144, 24_576, 99_840)
+                   ) -> list[tuple[int, int, float, float]]:
+    """(points, jobs, CPU seconds, wall seconds) of ``sweep`` over grids of growing size on
+    1 and 2 processes (best of 3, one pass for the largest): where worker processes pay."""
+    from ddlperf.sweep import sweep
+
+    results = []
+    for size in sizes:
+        axes = grid_of(size)
+        for jobs in (1, 2):
+            best_cpu = best_wall = float("inf")
+            n = 0
+            for _ in range(1 if size >= 50_000 else 3):
+                cpu, wall = cpu_seconds(), time.perf_counter()
+                n = len(sweep(axes, jobs=jobs, model="resnet50"))
+                best_wall = min(best_wall, time.perf_counter() - wall)
+                best_cpu = min(best_cpu, cpu_seconds() - cpu)
+            results.append((n, jobs, best_cpu, best_wall))
+    return results
+
+
 def batched_share() -> float:
     """Share of the sweep grid's points that take the batched path (the rest: per point)."""
     from ddlperf.sweep import _plan, _State, grid
@@ -129,6 +160,11 @@ def load() -> str:
 
 
 if __name__ == "__main__":
+    if "--grids" in sys.argv:  # only the grid sizes
+        for n, jobs, cpu, wall in big_grid_rates():
+            print(f"{n:>7,} points, {jobs} process(es): {cpu:.3f} CPU-s ({n / cpu:,.0f}/CPU-s), "
+                  f"{wall:.3f} s wall ({n / wall:,.0f}/s), {load()}")
+        sys.exit()
     cpu, wall, n = predictions_per_second()
     print(f"predict_analytic loop, resnet50 grid of {n} points, 1 process: {cpu:,.0f}/CPU-s "
           f"({wall:,.0f}/s wall, {load()})")

@@ -211,3 +211,81 @@ def test_templates_built_from_other_templates_equal_resolved_ones(monkeypatch):
         assert key == batch_key(scenario)
         assert values == point_values(scenario)
     assert len(resolves) < len(state.templates) / 2
+
+
+def _counting_resolves(monkeypatch) -> list[object]:
+    from ddlperf import sweep as sweep_module
+    from ddlperf.scenario import resolve
+
+    calls: list[object] = []
+
+    def counted(*args):
+        calls.append(args)
+        return resolve(*args)
+
+    monkeypatch.setattr(sweep_module, "resolve", counted)
+    return calls
+
+
+def test_chunks_of_a_sweep_share_its_templates_and_another_sweep_starts_afresh(monkeypatch):
+    """Worker counts vary slowest: each 24-point chunk holds one worker count, and yet every
+    template is resolved once per sweep, not once per chunk."""
+    from ddlperf.sweep import iter_sweep
+
+    axes = {"workers": [1, 2, 4, 8], "ps": [1, 2], "bandwidth": [1e9, 1e10, 4e10],
+            "sync": ["bsp", "asp"], "overlap": [True, False]}
+    resolves = _counting_resolves(monkeypatch)
+    chunked = [row for rows in iter_sweep(axes, model="resnet50", chunk_points=24)
+               for row in rows]
+    once = len(resolves)
+    assert 0 < once <= 24
+    whole = [row for rows in iter_sweep(axes, model="resnet50", chunk_points=96)
+             for row in rows]
+    assert len(resolves) == 2 * once  # a new sweep resolves its templates again
+    assert chunked == whole and len(whole) == 96
+
+
+def test_caches_stay_within_their_bound_and_give_the_same_rows(monkeypatch):
+    """A grid with ten times more templates than the caches hold: they are started again
+    when full, never exceed the bound, and the rows equal those of unbounded caches."""
+    from ddlperf import sweep as sweep_module
+    from ddlperf.sweep import iter_sweep
+
+    axes = {"workers": [1, 3, 8], "ps": [1, 2, 4], "bandwidth": [1e9 * k for k in range(1, 21)],
+            "sync": ["bsp", "asp"], "sharding": ["round_robin", "greedy"]}
+    fresh = sweep(axes, model="resnet50")
+    sizes, states = [], []
+    plan = sweep_module._plan
+
+    def watched(spec, state):
+        planned = plan(spec, state)
+        sizes.append(state.size())
+        states.append(state)
+        return planned
+
+    monkeypatch.setattr(sweep_module, "_plan", watched)
+    monkeypatch.setattr(sweep_module, "MAX_CACHED", 40)
+    bounded = [row for rows in iter_sweep(axes, model="resnet50", chunk_points=100)
+               for row in rows]
+    assert bounded == fresh and len(fresh) == 3 * 3 * 20 * 2 * 2
+    assert len(set(map(id, states))) == 1  # one sweep, one set of caches in this process
+    assert max(sizes) <= 40
+    assert sum(b < a for a, b in zip(sizes, sizes[1:])) >= 10  # started again many times
+
+
+def test_default_jobs_depend_on_the_path(monkeypatch):
+    """Left to choose, a sweep starts processes from far more points on the batched analytic
+    path than for points predicted one by one; an explicit ``jobs`` keeps the low floor."""
+    from ddlperf.sweep import MIN_BATCHED_POINTS_PER_JOB, MIN_POINTS_PER_JOB, min_points_per_job
+
+    axes = {"workers": [1, 2]}
+    assert min_points_per_job(axes, "analytic") == MIN_BATCHED_POINTS_PER_JOB
+    assert min_points_per_job(axes, "simulate") == MIN_POINTS_PER_JOB
+    assert min_points_per_job({**axes, "gpus_per_node": [1, 4]}, "analytic") == \
+        MIN_POINTS_PER_JOB
+    assert min_points_per_job(axes, "analytic", placement="colocated") == MIN_POINTS_PER_JOB
+    assert min_points_per_job(axes, "analytic", placement="dedicated") == \
+        MIN_BATCHED_POINTS_PER_JOB
+    assert min_points_per_job(axes, "analytic", cluster="c.yaml") == MIN_POINTS_PER_JOB
+    monkeypatch.setattr("ddlperf.sweep.BATCH", False)
+    assert min_points_per_job(axes, "analytic") == MIN_POINTS_PER_JOB

@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import operator
 import os
+import threading
+import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
@@ -42,8 +44,13 @@ _STRATEGY_KEYS = ("arch", "sync", "staleness", "sharding", "overlap", "bucket_si
                   "allreduce", "local_aggregation")
 RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",
                "bottleneck")
-# Below this many points a process pool costs more than it saves.
+# Below this many points a process pool costs more than it saves (points predicted one by one,
+# ~1 ms each; also the floor for an explicit ``jobs``).
 MIN_POINTS_PER_JOB = 200
+# The same for the batched analytic path (~20,000 points per CPU second): a pool of 2 takes
+# ~90 ms to start and each process builds its own templates and sends its rows back (~25% more
+# CPU), so on 2 cores one process is faster up to ~5,000 points (benchmarks/bench_analytic.py).
+MIN_BATCHED_POINTS_PER_JOB = 3_000
 # Evaluate the analytic model for many points at once (predictors.analytic_batch); False:
 # one prediction per point (kept for tests and comparisons).
 BATCH = True
@@ -146,15 +153,22 @@ def _normalise(point: dict[str, Any], fixed: Collection[str]) -> set[str]:
 
 
 def _predict_points(
-    points: Sequence[dict[str, Any]], fixed: dict[str, Any], method: str
+    points: Sequence[dict[str, Any]], fixed: dict[str, Any], method: str,
+    sweep_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows for ``points``: batched where points differ only in numbers, else one by one."""
-    state = _State()
+    """Rows for ``points``: batched where points differ only in numbers, else one by one.
+
+    Chunks of the same sweep (``sweep_id``) that run in this process share its caches.
+    """
+    state = _state_for(sweep_id)
     rows: list[dict[str, Any] | None] = [None] * len(points)
     batches: dict[tuple[Any, ...], tuple[Any, list[int], list[int], list[tuple[float, ...]]]] = {}
     by_identity: dict[int, Any] = {}  # the keys live in state.templates meanwhile
     for i, point in enumerate(points):
         spec = {**fixed, **point}
+        if state.full():  # start the caches again; the batch identities go with them
+            state.clear()
+            by_identity.clear()
         planned = _plan(spec, state) if method == "analytic" and BATCH else None
         if planned is None:
             rows[i] = _predict_one(point, spec, method, state)
@@ -183,10 +197,21 @@ def _predict_points(
     return rows  # type: ignore[return-value]
 
 
+# Cache entries (templates, clusters, workloads, …) a process keeps for one sweep; when they
+# reach this many, the caches start again, so a sweep of millions of points streams in
+# bounded memory. A template (its scenario, key and values) takes about 2 KB.
+MAX_CACHED = 20_000
+
+
 class _State:
-    """Per-call caches: workloads, strategies, template clusters and scenarios."""
+    """One sweep's caches in this process: workloads, strategies, template clusters and
+    scenarios. Values that cannot be hashed are keyed by identity and held in ``pinned``
+    (so that no other object takes their id while the key lives)."""
 
     def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
         self.workloads: dict[tuple[Any, ...], Any] = {}
         self.strategies: dict[tuple[Any, ...], Any] = {}
         self.templates: dict[tuple[Any, ...], Any] = {}
@@ -197,33 +222,66 @@ class _State:
         # without its rates; point values per workload and cluster
         self.layouts: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
         self.links: dict[tuple[Any, ...], tuple[float, ...]] = {}
+        self.pinned: dict[int, Any] = {}
+
+    def size(self) -> int:
+        """Entries in all the caches."""
+        return sum(map(len, (self.workloads, self.strategies, self.templates, self.clusters,
+                             self.shapes, self.layouts, self.links, self.pinned)))
+
+    def full(self) -> bool:
+        """No room left for the entries of one more point."""
+        return self.size() + _ENTRIES_PER_POINT > MAX_CACHED
 
 
-def _hashable(value: Any) -> Any:
-    """``value`` itself as a cache key, or its identity (a Workload or dict is not hashable)."""
+# The most cache entries one point adds: its template, cluster, shape, layout, links,
+# workload, strategy and the values it pins (a workload, a dict).
+_ENTRIES_PER_POINT = 16
+
+
+# The caches of the sweep this thread of this process worked for last (``sweep_id``, ``state``).
+_LAST = threading.local()
+
+
+def _state_for(sweep_id: str | None) -> _State:
+    """The caches of sweep ``sweep_id`` in this process (new ones for another sweep, and
+    always for None): a sweep's later chunks reuse its templates; another sweep may mean
+    different files behind the same names, so it starts afresh."""
+    if sweep_id is None:
+        return _State()
+    if getattr(_LAST, "sweep_id", None) != sweep_id:
+        _LAST.sweep_id, _LAST.state = sweep_id, _State()
+    return _LAST.state
+
+
+def _hashable(value: Any, pinned: dict[int, Any] | None = None) -> Any:
+    """``value`` itself as a cache key, or its identity (a Workload or dict is not hashable);
+    such a value is kept in ``pinned``, so that its id stays its own while the key lives."""
     try:
         hash(value)
     except TypeError:
+        if pinned is not None:
+            pinned[id(value)] = value
         return (type(value), id(value))
     return value
 
 
-def _workload_key(spec: dict[str, Any]) -> tuple[Any, ...]:
-    return (spec.get("model"), _hashable(spec.get("workload")), spec.get("batch_size"),
+def _workload_key(spec: dict[str, Any], pinned: dict[int, Any]) -> tuple[Any, ...]:
+    return (spec.get("model"), _hashable(spec.get("workload"), pinned), spec.get("batch_size"),
             spec.get("device"), *(spec.get(k) for k in _COMPUTE_FIELDS))
 
 
-def _strategy_key(spec: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(_hashable(spec.get(k)) for k in _STRATEGY_KEYS)
+def _strategy_key(spec: dict[str, Any], pinned: dict[int, Any]) -> tuple[Any, ...]:
+    return tuple(_hashable(spec.get(k), pinned) for k in _STRATEGY_KEYS)
 
 
 def _workload_and_strategy(spec: dict[str, Any], state: _State) -> tuple[Any, Any]:
-    wkey = _workload_key(spec)
+    wkey = _workload_key(spec, state.pinned)
     if wkey not in state.workloads:
         state.workloads[wkey] = make_workload(spec.get("model"), spec.get("workload"),
                                               spec.get("batch_size"), spec.get("device"),
                                               *(spec.get(k) for k in _COMPUTE_FIELDS))
-    skey = _strategy_key(spec)
+    skey = _strategy_key(spec, state.pinned)
     if skey not in state.strategies:
         state.strategies[skey] = make_strategy(
             spec.get("arch", "ps"), spec.get("sync", "bsp"), spec.get("staleness"),
@@ -260,7 +318,7 @@ def _plan(
     try:
         template = state.templates.get(tkey, _MISSING)
     except TypeError:  # an unhashable value (a Workload, a dict)
-        tkey = (tuple((k, _hashable(v)) for k, v in rest.items()), tkey[1])
+        tkey = (tuple((k, _hashable(v, state.pinned)) for k, v in rest.items()), tkey[1])
         template = state.templates.get(tkey, _MISSING)
     if template is _MISSING:
         template = state.templates[tkey] = _template(spec, state)
@@ -284,7 +342,7 @@ def _template(
         return None  # servers and racks: the per-point path
     # Templates that differ only in rates share their workload, strategy and keywords (whose
     # errors do not depend on rates either).
-    shape_key = tuple((k, _hashable(v), type(v)) for k, v in spec.items()
+    shape_key = tuple((k, _hashable(v, state.pinned), type(v)) for k, v in spec.items()
                       if k not in _RATE_FIELDS and k != "workers")
     shape = state.shapes.get(shape_key, _MISSING)
     if shape is _MISSING:
@@ -360,7 +418,7 @@ def _predict_one(
 
 
 def _chunk(
-    args: tuple[list[dict[str, Any]], dict[str, Any], str],
+    args: tuple[list[dict[str, Any]], dict[str, Any], str, str],
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """One process's rows, and the implausible-value warnings it met (the parent re-issues
     them, so that they reach the caller once, not once per process)."""
@@ -390,11 +448,13 @@ def sweep(
 
     if jobs is not None and jobs < 1:
         raise InputError("--jobs", f"must be ≥ 1, got {jobs}")
-    jobs = os.cpu_count() or 1 if jobs is None else jobs
+    per_job = MIN_POINTS_PER_JOB
+    if jobs is None:
+        jobs, per_job = os.cpu_count() or 1, min_points_per_job(axes, method, **fixed)
     chunk = CHUNK_POINTS
     if jobs > 1:  # one process takes the chunks as they come: no need to count the grid
         total = count_points(axes, **fixed)
-        jobs = min(jobs, max(1, total // MIN_POINTS_PER_JOB))
+        jobs = min(jobs, max(1, total // per_job))
         chunk = max(1, min(CHUNK_POINTS, -(-total // jobs)))
     else:
         check_axes(axes)  # the same error first as when counting
@@ -406,6 +466,20 @@ def sweep(
 
 # Points per chunk of work: enough for large batches, few enough to stream and balance.
 CHUNK_POINTS = 4096
+
+
+def min_points_per_job(axes: dict[str, Sequence[Any]], method: str, **fixed: Any) -> int:
+    """Points each process needs to pay for its start-up when the number of processes is ours
+    to choose: many more on the batched analytic path than one by one (servers, racks,
+    cluster files and colocated shards take the per-point path)."""
+    if method != "analytic" or not BATCH or fixed.get("cluster") is not None:
+        return MIN_POINTS_PER_JOB
+    for name in (*SERVER_FIELDS, "placement"):
+        values = list(axes.get(name, ())) + [fixed.get(name)]
+        if any(v is not None and not (name == "placement" and v == "dedicated")
+               for v in values):
+            return MIN_POINTS_PER_JOB
+    return MIN_BATCHED_POINTS_PER_JOB
 
 
 def count_points(axes: dict[str, Sequence[Any]], **fixed: Any) -> int:
@@ -440,12 +514,14 @@ def iter_sweep(
     executor = executor or Executor()
     points = iter_grid(axes, names)
 
-    def chunks() -> Iterator[tuple[list[dict[str, Any]], dict[str, Any], str]]:
+    sweep_id = uuid.uuid4().hex  # a process's chunks of this sweep share its caches
+
+    def chunks() -> Iterator[tuple[list[dict[str, Any]], dict[str, Any], str, str]]:
         while True:
             part = list(itertools.islice(points, chunk_points))
             if not part:
                 return
-            yield part, fixed, method
+            yield part, fixed, method, sweep_id
 
     warned: set[str] = set()
     done = 0

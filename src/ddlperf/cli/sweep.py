@@ -132,7 +132,7 @@ def sweep_notes(axes: dict[str, list[Any]], fixed: dict[str, Any]) -> list[str]:
 def sweep(
     scenario: dict[str, Any],
     method: Annotated[str, typer.Option(help="analytic or simulate")] = "analytic",
-    jobs: Annotated[int, typer.Option(help="processes (0 = one per core, used from 400 points)")] = 0,
+    jobs: Annotated[int, typer.Option(help="processes (0 = one per core, from 400 points; analytic: 6,000)")] = 0,
     x: Annotated[str | None, typer.Option(help="--plot: the axis on x [default: the first swept axis]")] = None,
     y: Annotated[str, typer.Option(help="--plot: throughput, iteration_time, speedup or efficiency")] = "throughput",
     csv_path: Annotated[Path | None, typer.Option("--csv", help="write the rows as CSV (streamed as they finish)")] = None,
@@ -243,10 +243,11 @@ def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: i
     from ddlperf.cli.progress import progress_bar
     from ddlperf.executors import make_executor, sigint_deferred
     from ddlperf.report.rowfile import RowWriter
-    from ddlperf.sweep import MIN_POINTS_PER_JOB, iter_sweep
+    from ddlperf.sweep import MIN_POINTS_PER_JOB, iter_sweep, min_points_per_job
 
-    if executor == "local":
-        jobs = min(jobs or os.cpu_count() or 1, max(1, total // MIN_POINTS_PER_JOB))
+    if executor == "local":  # the default (0): as many as pay for their start-up
+        per_job = min_points_per_job(axes, method, **fixed) if not jobs else MIN_POINTS_PER_JOB
+        jobs = min(jobs or os.cpu_count() or 1, max(1, total // per_job))
     engine = make_executor(executor, address, jobs or None)
     writers = [RowWriter(path, flag) for path, flag in ((csv_path, "--csv"),
                                                         (parquet, "--parquet")) if path]
