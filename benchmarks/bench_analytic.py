@@ -1,11 +1,11 @@
 """Speed of the analytic predictor on a resnet50 sweep grid, and CLI start-up time.
 
-Run: ``python benchmarks/bench_analytic.py``. Prints predictions per second (best of 3
-passes over the grid) — one ``predict_analytic`` per point, and ``ddlperf.sweep`` per point and
-batched (``predictors.analytic_batch``) — and the wall and CPU time of ``ddlperf predict --json``
-(best of 5). Rates are per CPU second (this process, plus its worker processes for
-``jobs`` > 1) with the wall-clock rate and the 1-minute load average next to them: on a shared
-machine the wall clock measures the other jobs too.
+Run: ``python benchmarks/bench_analytic.py`` (``--grids``: only the grid sizes below). Prints
+predictions per second (best of 3 passes over the grid) — one ``predict_analytic`` per point,
+and ``ddlperf.sweep`` per point and batched (``predictors.analytic_batch``) — and the wall and
+CPU time of ``ddlperf predict --json`` (best of 5). Rates are per CPU second (this process,
+plus its worker processes for ``jobs`` > 1) with the wall-clock rate and the 1-minute load
+average next to them: on a shared machine the wall clock measures the other jobs too.
 Targets: ≥ 10,000 predictions/s (issue #2); the batched sweep ≥ 20,000 points/s (issue #12);
 start-up under 1 s.
 
@@ -15,8 +15,30 @@ the speed work of issue 12: 8,700–8,900 at load 2.9, 7,400–8,100 at load 3.7
 points, MVA and set-up of each batch are now shared across batches, see
 ``predictors/analytic_batch.py``). Where the time goes now (load 6.9, 75 ms): the batched
 model 42 ms (BSP fixed points 27–29, MVA 3), templates 17 ms (workload 2.5), grid and rows
-16 ms. Grids larger than one chunk (4,096 points) whose worker counts vary slowest get fewer
-points per template: 24,576 points run at 10,400/s on 1 process (load 2.9).
+16 ms.
+
+Grid sizes (``--grids``: the grid above with more link rates, worker counts varying slowest,
+so a 4,096-point chunk holds ~1 point per template; CPU s / wall s, best of 3, nice 19):
+
+  points   processes   before (load 2.8)        after (load 3.9)
+  1,536    1           0.072 / 0.072 (21.4k/s)  0.069 / 0.070 (22.1k/s)
+  1,536    2           0.159 / 0.160            0.149 / 0.148
+  6,144    1           0.306 / 0.307 (20.1k/s)  0.248 / 0.248 (24.8k/s)
+  6,144    2           0.407 / 0.408            0.366 / 0.347
+  24,576   1           2.217 / 2.289 (11.1k/s)  1.269 / 1.273 (19.4k/s)
+  24,576   2           2.469 / 2.501            1.659 / 1.664
+  99,840   1           10.98 / 11.29 (9.1k/s)   6.405 / 6.759 (15.6k/s)
+  99,840   2           12.35 / 12.56            7.925 / 7.972
+
+Before, each chunk started with empty template caches (~90 us per template: cluster, resolve,
+keys); now a process keeps one sweep's caches across its chunks (bounded, ``MAX_CACHED``), so
+each of the 12,480 templates of the largest grid is built once. What is left at 99,840 points
+is the batched BSP model itself (cumulative sums over padded worker arrays, ~55% of the time):
+every point there has its own link rate, so deduplication saves nothing. Two processes never
+won on these 2 busy cores (load 3–4); on a quiet machine a pool of 2 pays from ~5,000 points
+(~90 ms to start, ~25% more CPU), hence ``MIN_BATCHED_POINTS_PER_JOB`` (3,000 points per
+process) for the default ``--jobs`` of analytic sweeps, against 200 for points predicted one
+by one.
 """
 
 from __future__ import annotations

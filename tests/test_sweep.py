@@ -1,4 +1,5 @@
 import csv
+import itertools
 import json
 
 import pytest
@@ -270,7 +271,7 @@ def test_caches_stay_within_their_bound_and_give_the_same_rows(monkeypatch):
     assert bounded == fresh and len(fresh) == 3 * 3 * 20 * 2 * 2
     assert len(set(map(id, states))) == 1  # one sweep, one set of caches in this process
     assert max(sizes) <= 40
-    assert sum(b < a for a, b in zip(sizes, sizes[1:])) >= 10  # started again many times
+    assert sum(b < a for a, b in itertools.pairwise(sizes)) >= 10  # started again many times
 
 
 def test_default_jobs_depend_on_the_path(monkeypatch):

@@ -476,7 +476,7 @@ def min_points_per_job(axes: dict[str, Sequence[Any]], method: str, **fixed: Any
     if method != "analytic" or not BATCH or fixed.get("cluster") is not None:
         return MIN_POINTS_PER_JOB
     for name in (*SERVER_FIELDS, "placement"):
-        values = list(axes.get(name, ())) + [fixed.get(name)]
+        values = [*axes.get(name, ()), fixed.get(name)]
         if any(v is not None and not (name == "placement" and v == "dedicated")
                for v in values):
             return MIN_POINTS_PER_JOB
