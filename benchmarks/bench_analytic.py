@@ -46,6 +46,7 @@ from __future__ import annotations
 import itertools
 import os
 import resource
+import sys
 import time
 
 import numpy as np
