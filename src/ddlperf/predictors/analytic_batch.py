@@ -19,20 +19,20 @@ Two exact shortcuts keep the arrays small:
   the next real row's cannot change any real finish time (beyond the last bit).
 
 Everything else (several groups, colocated shards, a custom gradient order) is left to the
-per-point model: :func:`batch_key` returns ``None`` for such scenarios.
+per-point model: :func:`batch_key` returns ``None`` for such scenarios. The BSP fixed point
+itself (layouts, FIFOs, passes) is in :mod:`ddlperf.predictors.analytic_batch_bsp`.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ddlperf.prediction import TIE_SHARE
-from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ready_in_gradient_order
+from ddlperf.predictors.analytic_batch_bsp import Points, batch_layout, bsp_period
 from ddlperf.predictors.assembly import single_worker_baseline
 from ddlperf.predictors.bottleneck import COMPUTE_BOUND_SHARE, SATURATED
 from ddlperf.predictors.buckets import bucket_layout
@@ -67,7 +67,7 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
                                                          first.update_s_per_byte)
                for s in sc.shards[1:]):
             return None
-        if _layout(sc) is None:
+        if batch_layout(sc) is None:
             return None
     elif sc.shards:
         return None
@@ -100,295 +100,10 @@ def point_values(sc: Scenario) -> tuple[float, float, float, float, float, float
     return (g.up, g.down, 1.0, 1.0, 0.0, sc.latency_s)
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """Distinct placement columns, each FIFO over its own tensors (padded)."""
-
-    idx: np.ndarray  # (P, U): gradient-order tensor index; pads point at row J (a -inf row)
-    part: np.ndarray  # (P, U): bytes of that tensor on the column's shards; pads 0
-    flat: np.ndarray  # (J,): index into the flattened (P·U) array of each tensor's slot
+# ---------------------------------------------------------------- parameter server, BSP results
 
 
-def _layout(sc: Scenario) -> _Layout | None:
-    """None when a tensor sits on several distinct columns or gradients are out of order."""
-    key = ("batch_layout", sc.strategy.sharding, len(sc.shards))
-    cache = sc.workload.derived_cache
-    if key not in cache:
-        cache[key] = _build_layout(sc)
-    return cache[key]
-
-
-def _build_layout(sc: Scenario) -> _Layout | None:
-    if not ready_in_gradient_order(sc):
-        return None
-    placement = sc.placement
-    columns: list[np.ndarray] = []
-    seen: set[bytes] = set()
-    for k in range(placement.shape[1]):
-        col = placement[:, k]
-        if not np.any(col > 0) or col.tobytes() in seen:
-            continue
-        seen.add(col.tobytes())
-        columns.append(col)
-    if not columns:
-        return None
-    held = np.array([c > 0 for c in columns])  # (U, J)
-    if not np.all(held.sum(axis=0) == 1):
-        return None
-    rows = [np.flatnonzero(h) for h in held]
-    n_tensors = placement.shape[0]
-    depth = max(len(r) for r in rows)
-    idx = np.full((depth, len(rows)), n_tensors, dtype=np.intp)
-    part = np.zeros((depth, len(rows)))
-    flat = np.empty(n_tensors, dtype=np.intp)
-    for u, r in enumerate(rows):
-        idx[: len(r), u] = r
-        part[: len(r), u] = columns[u][r]
-        flat[r] = np.arange(len(r)) * len(rows) + u
-    return _Layout(idx=idx, part=part, flat=flat)
-
-
-@dataclass
-class _Points:
-    """Per-point inputs of one batch, all (B,)."""
-
-    n: np.ndarray  # worker count (float)
-    gup: np.ndarray
-    gdown: np.ndarray
-    sup: np.ndarray
-    sdown: np.ndarray
-    supd: np.ndarray
-    alpha: np.ndarray
-
-    def take(self, cols: np.ndarray | slice) -> _Points:
-        return _Points(*(getattr(self, f)[cols] for f in _POINT_FIELDS))
-
-    @classmethod
-    def of(cls, workers: Sequence[int], values: Sequence[Sequence[float]]) -> _Points:
-        v = np.array(values, dtype=float).reshape(len(workers), 6).T
-        return cls(np.array(workers, dtype=float), *v)
-
-    def solo(self) -> _Points:
-        """The same numbers with one worker."""
-        return _Points(np.ones(len(self.n)), *(getattr(self, f) for f in _POINT_FIELDS[1:]))
-
-    def rows(self) -> np.ndarray:
-        """(B, 7), C-contiguous: one row of numbers per point."""
-        return np.ascontiguousarray(np.stack([getattr(self, f) for f in _POINT_FIELDS], axis=1))
-
-
-_POINT_FIELDS = ("n", "gup", "gdown", "sup", "sdown", "supd", "alpha")
-
-
-# ---------------------------------------------------------------- parameter server, BSP
-
-
-class _Fifo:
-    """``serial_finish`` with fixed work: its running totals are computed once per batch."""
-
-    def __init__(self, total: np.ndarray, base: np.ndarray) -> None:
-        self.total = total
-        self.base = base  # total before each item
-
-    @classmethod
-    def of(cls, work: np.ndarray) -> _Fifo:
-        total = np.cumsum(work, axis=0)
-        return cls(total, total - work)
-
-    def finish(self, ready: np.ndarray) -> np.ndarray:
-        """Same operations as ``serial_finish(ready, work)``."""
-        return self.total + np.maximum.accumulate(ready - self.base, axis=0)
-
-    def take(self, cols: np.ndarray) -> _Fifo:
-        return _Fifo(self.total[..., cols], self.base[..., cols])
-
-
-@dataclass
-class _Links:
-    """The FIFOs whose work does not change between passes (per point, last axis)."""
-
-    pull: _Fifo  # (P, U, B) shard uplinks
-    sent: _Fifo  # (J, B) worker uplink
-    pushed: _Fifo  # (P, U, B) shard downlinks
-    applied: _Fifo | None  # (P, U, B) shard update queues; None: no point has update work
-    updating: np.ndarray  # (B,) the points with update work
-    down_work: np.ndarray  # (J, B) each tensor's time on the worker's downlink
-    first_down: _Fifo  # (J, B) worker downlink in gradient order (the first pass's)
-
-    @classmethod
-    def of(cls, sc: Scenario, lay: _Layout, p: _Points) -> _Links:
-        """Links of equal rates (bit for bit) in every point share their FIFO's totals."""
-        part = lay.part[:, :, None]
-        updating = p.supd > 0
-        pull = _Fifo.of(part * (p.n / p.sup))
-        sent = _Fifo.of(sc.tensor_bytes[:, None] / p.gup)
-        down_work = sc.tensor_bytes[:, None] / p.gdown
-        return cls(
-            pull=pull,
-            sent=sent,
-            pushed=pull if _same(p.sup, p.sdown) else _Fifo.of(part * (p.n / p.sdown)),
-            applied=_Fifo.of(part * p.supd) if np.any(updating) else None,
-            updating=updating,
-            down_work=down_work,
-            first_down=sent if _same(p.gup, p.gdown) else _Fifo.of(down_work),
-        )
-
-    def take(self, cols: np.ndarray) -> _Links:
-        return _Links(self.pull.take(cols), self.sent.take(cols), self.pushed.take(cols),
-                      None if self.applied is None else self.applied.take(cols),
-                      self.updating[cols], self.down_work[:, cols], self.first_down.take(cols))
-
-
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    """The same numbers, bit for bit (so anything computed from them is the same too)."""
-    return a.tobytes() == b.tobytes()
-
-
-def _bsp_pass(
-    sc: Scenario, lay: _Layout, p: _Points, links: _Links, release: np.ndarray,
-    before: np.ndarray, first: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``analytic_ps_bsp._bsp_pass`` for one group and dedicated shards, batched over points.
-
-    ``first``: ``release`` is all zeros (the first pass).
-
-    Forward only needs the latest arrival relative to its layer's place in the forward FIFO:
-    ``serial_finish(layer_arrival, forward)[-1]`` is ``total + max_l(arrival_l − base_l)``
-    with ``arrival_l`` the latest of layer l's tensors (0 for a layer without any, and at
-    least ``before`` for the first layer). Subtracting a constant is monotonic in floating
-    point too, so ``max_t(arrival_t) − base_l = max_t(arrival_t − base_l)``: one maximum
-    over the tensors, in any order, gives the same number — so arrivals stay in the order
-    the worker's downlink delivered them (no scatter back to gradient order).
-    """
-    overlap = sc.strategy.overlap
-    points = release.shape[1]
-    pad = np.full((1, points), -np.inf)
-    forward = _forward_fifo(sc)
-
-    # Pull: each (distinct) shard's uplink sends its tensors as they are released.
-    pulled = links.pull.finish(np.concatenate((release, pad))[lay.idx])
-    pulled = pulled.reshape(-1, points)[lay.flat]
-    if first:  # all released at 0: the stable order is the gradient order
-        down_done = links.first_down.finish(release)
-        base = forward.tensor_base[:, None]
-    else:  # the worker's downlink in release order; arrivals kept in that order
-        by_release = np.argsort(release, axis=0, kind="stable")
-        flat = by_release * points + np.arange(points)  # into the (J, B) arrays, flattened
-        down_done = serial_finish(release.take(flat), links.down_work.take(flat))
-        pulled = pulled.take(flat)
-        base = forward.tensor_base[by_release]
-    arrival = np.maximum(pulled, down_done) + p.alpha
-    if overlap:
-        latest = (arrival - base).max(axis=0)
-        latest = np.maximum(latest, forward.empty_layers)
-        latest = np.maximum(latest, before - forward.first_base)
-        forward_end = forward.total + latest
-    else:
-        forward_end = np.maximum(arrival.max(axis=0), before) + sc.groups[0].forward_s
-    return _push(sc, lay, p, links, forward_end)
-
-
-@dataclass(frozen=True)
-class _ForwardFifo:
-    """The forward FIFO's constants (``serial_finish(·, forward)``'s running totals)."""
-
-    total: float  # its last running total
-    tensor_base: np.ndarray  # (J,): the total before each tensor's layer
-    empty_layers: float  # max over layers without tensors of (0 − base); -inf: none
-    first_base: float  # the total before the first layer (its work subtracted from its total)
-
-
-def _forward_fifo(sc: Scenario) -> _ForwardFifo:
-    g = sc.groups[0]
-    key = ("batch_forward_fifo", id(g.forward))
-    cache = sc.workload.derived_cache
-    if key not in cache:
-        work = g.forward[:, None]
-        total = np.cumsum(work, axis=0)
-        base = (total - work)[:, 0]
-        empty = np.ones(len(base), dtype=bool)
-        empty[sc.tensor_layer] = False
-        cache[key] = (_ForwardFifo(
-            total=float(total[-1, 0]), tensor_base=base[sc.tensor_layer],
-            empty_layers=float((0.0 - base[empty]).max()) if empty.any() else -np.inf,
-            first_base=float(base[0]),
-        ), g.forward)  # keeps the array (and so its id) alive with the entry
-    return cache[key][0]
-
-
-def _push(
-    sc: Scenario, lay: _Layout, p: _Points, links: _Links, forward_end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Backward after ``forward_end``, then push: the worker's uplink, each shard's downlink
-    and update queue, as FIFOs. Returns each tensor's update time and the end of backward."""
-    g = sc.groups[0]
-    n_tensors, points = len(sc.tensor_bytes), len(forward_end)
-    pad = np.full((1, points), -np.inf)
-    backward_start = forward_end + g.unattributed_s
-    backward_end = backward_start + g.backward_s
-    if sc.strategy.overlap:
-        grad_ready = g.ready_offset[:, None] + backward_start
-        start = backward_start
-    else:
-        grad_ready = np.broadcast_to(backward_end, (n_tensors, points))
-        start = backward_end
-    sent = links.sent.finish(grad_ready)
-    # the same sums in the shards' slots (pads: −inf + start = −inf)
-    done = links.pushed.finish(_slot_ready(sc, lay)[:, :, None] + start)
-    arrived = np.maximum(done, np.concatenate((sent, pad))[lay.idx]) + p.alpha
-    if links.applied is not None:
-        applied = links.applied.finish(arrived)
-        updating = links.updating
-        arrived = applied if updating.all() else np.where(updating, applied, arrived)
-    return arrived.reshape(-1, points)[lay.flat], backward_end
-
-
-def _slot_ready(sc: Scenario, lay: _Layout) -> np.ndarray:
-    """(P, U): when each shard slot's gradient is ready after backward starts (with overlap;
-    0 after backward ends without), −inf for pads."""
-    g = sc.groups[0]
-    key = ("batch_slot_ready", sc.strategy.sharding, len(sc.shards), sc.strategy.overlap,
-           id(g.ready_offset))
-    cache = sc.workload.derived_cache
-    if key not in cache:
-        offsets = g.ready_offset if sc.strategy.overlap else np.zeros(len(g.ready_offset))
-        cache[key] = (np.concatenate((offsets, [-np.inf]))[lay.idx], g.ready_offset)
-    return cache[key][0]
-
-
-def _bsp_period(sc: Scenario, lay: _Layout, p: _Points) -> np.ndarray:
-    """``analytic_ps_bsp.ps_bsp`` period per point; each point stops iterating once it settled."""
-    points = len(p.n)
-    links = _Links.of(sc, lay, p)
-    updates, ends = _bsp_pass(sc, lay, p, links, np.zeros((len(sc.tensor_bytes), points)),
-                              np.full(points, -np.inf), first=True)
-    period = np.maximum(updates.max(axis=0), ends)
-    if sc.strategy.overlap and not sc.strategy.step_barrier:
-        active = np.arange(points)
-        sub_p, sub_links = p, links
-        for _ in range(MAX_PASSES - 1):
-            whole = len(active) == points
-            last = period[active]
-            upd = updates if whole else updates[:, active]
-            end = ends if whole else ends[active]
-            upd, end = _bsp_pass(sc, lay, sub_p, sub_links, upd - last, end - last)
-            new = np.maximum(upd.max(axis=0), end)
-            settled = np.abs(new - last) <= 1e-9 * new
-            if whole:
-                period, updates, ends = new, upd, end
-            else:
-                period[active] = new
-                updates[:, active] = upd
-                ends[active] = end
-            if settled.all():
-                break
-            if settled.any():
-                active = active[~settled]
-                sub_p, sub_links = p.take(active), links.take(active)
-    return period
-
-
-def _bsp_bottleneck(sc: Scenario, p: _Points, period: np.ndarray) -> np.ndarray:
+def _bsp_bottleneck(sc: Scenario, p: Points, period: np.ndarray) -> np.ndarray:
     """Index into ``_bsp_resource_names`` of the busiest resource, or -1 for "compute"."""
     g = sc.groups[0]
     hot = first_busiest(_utilization(sc, p, period, np.ones(len(p.n))))
@@ -397,7 +112,7 @@ def _bsp_bottleneck(sc: Scenario, p: _Points, period: np.ndarray) -> np.ndarray:
 
 
 def _utilization(
-    sc: Scenario, p: _Points, period: np.ndarray, updates: np.ndarray
+    sc: Scenario, p: Points, period: np.ndarray, updates: np.ndarray
 ) -> np.ndarray:
     """Each resource's busy share per point, rows in ``_bsp_resource_names`` order: per shard
     its downlink and uplink (N × its bytes) and update queue (``updates`` × its bytes), then
@@ -447,7 +162,7 @@ def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray)
 
 
 def _async_demand(
-    sc: Scenario, p: _Points, alone: np.ndarray | None
+    sc: Scenario, p: Points, alone: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``analytic_ps_async.ps_async``'s network for one group: think (B,), demand (S, B).
 
@@ -474,7 +189,7 @@ def _async_demand(
 
 
 def _async_finish(
-    sc: Scenario, p: _Points, throughput: np.ndarray, bsp: np.ndarray, ssp: bool
+    sc: Scenario, p: Points, throughput: np.ndarray, bsp: np.ndarray, ssp: bool
 ) -> tuple[np.ndarray, list[str]]:
     """``analytic_ps_async.ps_async`` (``ssp``: ``ps_ssp``) with one group, from the network's
     throughput and the BSP period: periods (B,) and the bottleneck names."""
@@ -525,7 +240,7 @@ def first_busiest(utilization: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- ring all-reduce
 
 
-def _allreduce(sc: Scenario, p: _Points) -> tuple[np.ndarray, list[str]]:
+def _allreduce(sc: Scenario, p: Points) -> tuple[np.ndarray, list[str]]:
     g = sc.groups[0]
     last, bucket_bytes = bucket_layout(sc)
     update = float(sc.tensor_bytes.sum()) * g.update_s_per_byte
@@ -564,7 +279,7 @@ class _BspPeriods:
         self._wanted: dict[tuple[Any, ...], tuple[Scenario, list[np.ndarray]]] = {}
         self._periods: dict[tuple[Any, ...], np.ndarray] = {}
 
-    def want(self, sc: Scenario, p: _Points) -> tuple[tuple[Any, ...], int, int]:
+    def want(self, sc: Scenario, p: Points) -> tuple[tuple[Any, ...], int, int]:
         """A handle for :meth:`get`: the structure and where the points' rows start and end."""
         key = _structure_key(sc)
         entry = self._wanted.get(key)
@@ -577,7 +292,7 @@ class _BspPeriods:
 
     def run(self) -> None:
         for key, (sc, parts) in self._wanted.items():
-            lay = _layout(sc)
+            lay = batch_layout(sc)
             assert lay is not None
             table = np.concatenate(parts)
             # distinct rows, compared as bytes (bit for bit)
@@ -587,8 +302,8 @@ class _BspPeriods:
             periods = np.empty(len(distinct))
             for start in range(0, len(distinct), MAX_BATCH):
                 part = distinct[start:start + MAX_BATCH]
-                p = _Points(*(np.ascontiguousarray(part[:, f]) for f in range(part.shape[1])))
-                periods[start:start + MAX_BATCH] = _bsp_period(sc, lay, p)
+                p = Points(*(np.ascontiguousarray(part[:, f]) for f in range(part.shape[1])))
+                periods[start:start + MAX_BATCH] = bsp_period(sc, lay, p)
             self._periods[key] = periods[where.reshape(-1)]
 
     def get(self, handle: tuple[tuple[Any, ...], int, int]) -> np.ndarray:
@@ -615,7 +330,7 @@ def predict_batches(
     bsp = _BspPeriods()
     plans = []
     for sc, workers, values in batches:
-        p = _Points.of(workers, values)
+        p = Points.of(workers, values)
         full = solo = None
         if sc.strategy.arch == "ps":
             full = bsp.want(sc, p)
@@ -646,7 +361,7 @@ def predict_batches(
     return out
 
 
-def _allreduce_chunked(sc: Scenario, p: _Points) -> tuple[np.ndarray, list[str]]:
+def _allreduce_chunked(sc: Scenario, p: Points) -> tuple[np.ndarray, list[str]]:
     """:func:`_allreduce` in chunks of ``MAX_BATCH`` points (its arrays are buckets × points)."""
     periods, names = [], []
     for start in range(0, len(p.n), MAX_BATCH):
@@ -656,7 +371,7 @@ def _allreduce_chunked(sc: Scenario, p: _Points) -> tuple[np.ndarray, list[str]]
     return np.concatenate(periods), names
 
 
-def _summaries(sc: Scenario, p: _Points, period: np.ndarray, names: list[str]) -> list[Summary]:
+def _summaries(sc: Scenario, p: Points, period: np.ndarray, names: list[str]) -> list[Summary]:
     g = sc.groups[0]
     n = p.n
     iteration = period * n / n
