@@ -155,8 +155,9 @@ def steady_warmup(run: Callable[[int], list[UnitRun]], warmup: int, staleness: i
         units = run(current)
         classes = by_class(units)
         periods = [c.period for c in classes]
-        if in_steady_state(units) or current >= limit:
-            return current, in_steady_state(units), spread(periods)
+        steady = in_steady_state(units)
+        if steady or current >= limit:
+            return current, steady, spread(periods)
         slowest = max(periods)
         faster = [c for c in classes if c.period < slowest]
         # a faster class not held yet; else one held but still gaining (it was held only
