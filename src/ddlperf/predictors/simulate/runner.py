@@ -142,15 +142,17 @@ def _ssp_steady_warmup(
     Returns the warm-up, a note, and the run (replication 0) with that warm-up.
 
     With jitter, "at the slowest's rate" allows for the noise of each worker's mean period
-    (its standard error from the window's step periods, :func:`.ssp.periods_agree`)."""
-    results: dict[int, RunResult] = {}
+    (the standard error of its compute per iteration in the window, :func:`_standard_error`,
+    :func:`.ssp.periods_agree`)."""
+    latest: dict[int, RunResult] = {}  # the search's last run (by its warm-up)
     lockstep = make_units(sc, individual=False)  # the classes of identical workers
     classes = [next(c.index for c in lockstep if c.first <= u.first < c.first + c.count)
                for u in units]
 
     def run(warm: int) -> list[UnitRun]:
-        result = results[warm] = simulate_once(sc, units, warm, iterations, cv, seed, 0,
-                                               noisy, None, ring_steps)
+        latest.clear()
+        result = latest[warm] = simulate_once(sc, units, warm, iterations, cv, seed, 0,
+                                              noisy, None, ring_steps)
         return [UnitRun(float(m.period.mean()), bool(m.wait.max(initial=0.0) > 0), c,
                         _standard_error(m.compute) if noisy else 0.0)
                 for c, m in zip(classes, result.measures)]
@@ -162,13 +164,13 @@ def _ssp_steady_warmup(
         return warm, (f"simulate: SSP not in steady state after {warm} warm-up iterations "
                       f"(the workers' periods differ by {100 * gap:.1f}%{beyond} or a faster "
                       "one is not yet held by the bound; more --iterations allow a longer "
-                      "warm-up)"), results[warm]
+                      "warm-up)"), latest[warm]
     if warm > warmup:
         return warm, (f"simulate: SSP steady state: warm-up extended from {warmup} to {warm} "
                       "iterations, until every worker runs at the slowest's rate"
                       + (" (within the noise of its mean period)" if noisy else "")
-                      ), results[warm]
-    return warm, None, results[warm]
+                      ), latest[warm]
+    return warm, None, latest[warm]
 
 
 def _standard_error(compute: np.ndarray) -> float:
