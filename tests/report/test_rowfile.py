@@ -80,3 +80,17 @@ def test_reading_more_rows_than_the_limit_or_a_ragged_file_is_one_error(tmp_path
     path.write_text("i,x\n1,2\n3,4,5\n")
     with pytest.raises(InputError, match=r"line 3 of rows\.csv does not have the header's 2"):
         rowfile.read_rows(path, "--sweep", 10)
+
+
+def test_a_parquet_file_over_the_limit_is_named_as_such(tmp_path):
+    if importlib.util.find_spec("pyarrow") is None:
+        pytest.skip("needs pyarrow")
+    writer = RowWriter(tmp_path / "rows.parquet", "--parquet")
+    writer.write(_rows(11))
+    path = writer.close()
+    with pytest.raises(InputError) as caught:
+        rowfile.read_rows(path, "--sweep", 10)
+    assert str(caught.value).startswith("--sweep: has 11 rows, more than are drawn (10)")
+    path.write_bytes(b"not parquet")
+    with pytest.raises(InputError, match=r"cannot read rows\.parquet as Parquet"):
+        rowfile.read_rows(path, "--sweep", 10)

@@ -136,11 +136,13 @@ def read_rows(path: str | Path, field: str, limit: int) -> list[dict[str, Any]]:
 
         try:
             rows = pq.ParquetFile(p).metadata.num_rows
-            if rows > limit:
-                raise InputError(field, f"has {rows:,} rows, more than are drawn ({limit:,})",
-                                 fix)
-            return pq.read_table(p).to_pylist()
         except (OSError, ValueError) as exc:  # pyarrow's errors for a file that is not Parquet
+            raise InputError(field, f"cannot read {p.name} as Parquet: {exc}") from None
+        if rows > limit:  # (outside the try: InputError is a ValueError too)
+            raise InputError(field, f"has {rows:,} rows, more than are drawn ({limit:,})", fix)
+        try:
+            return pq.read_table(p).to_pylist()
+        except (OSError, ValueError) as exc:
             raise InputError(field, f"cannot read {p.name} as Parquet: {exc}") from None
     out: list[dict[str, Any]] = []
     try:
