@@ -75,7 +75,6 @@ class PlanResult:
             "notes": self.notes,
         }
 
-
     @classmethod
     def from_dict(cls, data: Any, field: str = "--plan") -> PlanResult:
         """The result saved by ``ddlperf plan --json`` (what ``ddlperf report --plan`` draws),
