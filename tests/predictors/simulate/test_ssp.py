@@ -147,3 +147,29 @@ def test_a_run_too_short_for_a_slow_catch_up_says_so():
     p = predict(workload=UNIFORM8, cluster=nearly, sync="ssp", staleness=2,
                 method="simulate", iterations=4, warmup=2)
     assert any("not in steady state after 200 warm-up iterations" in n for n in p.notes)
+
+
+# ps-ssp-hetero of the dev matrix with this session's PS update cost: without noise its three
+# workers share the saturated PS link equally and run at one rate, the faster ones never held
+BALANCED = {"bandwidth": "200Mbps", "latency": "50us",
+            "ps": {"count": 1, "update_s_per_byte": 4.676e-10},
+            "workers": [{"name": "fast", "count": 2}, {"name": "slow", "count": 1, "speed": 0.4}]}
+
+
+def test_a_noise_free_balance_is_searched_again_with_noise():
+    kw = dict(workload=UNIFORM8, cluster=BALANCED, sync="ssp", staleness=2,
+              method="simulate", iterations=80, warmup=2)
+    kept = predict(**kw, jitter=0)  # asked for no noise: the balance is reported, and says so
+    assert any("not in steady state" in n for n in kept.notes)
+    spread = [w.iteration_time_s for w in kept.workers]
+    assert max(spread) / min(spread) < 1.005 and all(w.wait_s == 0 for w in kept.workers)
+    escaped = predict(**kw)
+    assert any("balance" in n and "searched again with 0.01 compute jitter" in n
+               for n in escaped.notes)
+    assert escaped.inputs["simulate"]["jitter"] == 0.01
+    # the same as asking for that jitter, and the faster workers now wait at the bound
+    assert escaped.iteration_time_s == predict(**kw, jitter=0.01).iteration_time_s
+    assert escaped.iteration_time_s > 1.3 * kept.iteration_time_s
+    assert max(w.wait_s for w in escaped.workers[:2]) > 0
+    analytic = predict(**{**kw, "method": "analytic"})
+    assert escaped.iteration_time_s == pytest.approx(analytic.iteration_time_s, rel=0.02)
