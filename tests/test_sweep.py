@@ -43,7 +43,7 @@ def test_grid_keeps_the_first_of_each_normalised_point_in_grid_order(fixed):
     axes = {"staleness": [4, 2], "arch": ["allreduce", "ps"], "sync": ["ssp", "bsp", "asp"],
             "ps": [3, 1], "gpus_per_node": [1, 4], "intra": ["PCIe3", "NVLink2"],
             "allreduce": ["hierarchical", "ring"], "local_aggregation": [True, False],
-            "workers": [2, 8]}
+            "step_barrier": [True, False], "workers": [2, 8]}
     assert grid(axes, fixed) == _grid_by_memory(axes, fixed)
 
 
@@ -133,6 +133,30 @@ def test_server_axes_equal_single_predictions():
         assert row["error"] is None, row["error"]
         assert row["iteration_time_s"] == p.iteration_time_s
         assert row["bottleneck"] == p.bottleneck
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_step_barrier_axis_equals_single_predictions(batched, monkeypatch):
+    monkeypatch.setattr("ddlperf.sweep.BATCH", batched)
+    rows = sweep({"arch": ["ps", "allreduce"], "sync": ["bsp", "asp"],
+                  "step_barrier": [True, False], "workers": [4, 8]},
+                 model="resnet18", ps=2)
+    # the barrier is a BSP PS's: all-reduce and ASP points keep it off (and collapse)
+    assert list(dict.fromkeys((r["arch"], r["sync"], r["step_barrier"]) for r in rows)) == [
+        ("ps", "bsp", True), ("ps", "bsp", False), ("ps", "asp", False),
+        ("allreduce", "bsp", False)]
+    assert len(rows) == 8
+    for row in rows:
+        p = predict("resnet18", workers=row["workers"], arch=row["arch"], sync=row["sync"],
+                    ps=0 if row["arch"] == "allreduce" else 2,
+                    step_barrier=row["step_barrier"])
+        assert row["error"] is None, row["error"]
+        assert row["iteration_time_s"] == pytest.approx(p.iteration_time_s, rel=1e-12)
+        assert row["bottleneck"] == p.bottleneck
+    barrier = {r["workers"]: r["iteration_time_s"] for r in rows if r["step_barrier"]}
+    free = {r["workers"]: r["iteration_time_s"] for r in rows
+            if r["arch"] == "ps" and r["sync"] == "bsp" and not r["step_barrier"]}
+    assert all(barrier[w] > free[w] for w in barrier)  # the pulls no longer overlap backward
 
 
 def test_batch_size_sweeps_a_workload_file(tmp_path):

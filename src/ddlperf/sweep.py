@@ -36,12 +36,12 @@ AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumul
         "workers", "ps", "placement", "arch", "sync",
         "staleness", "sharding", "overlap", "bucket_size", "bandwidth", "latency", "goodput",
         "gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "allreduce",
-        "local_aggregation", "transport")
+        "local_aggregation", "step_barrier", "transport")
 # Server, rack and transport fields (make_cluster's keywords): such points take the
 # per-point path.
 SERVER_FIELDS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "transport")
 _STRATEGY_KEYS = ("arch", "sync", "staleness", "sharding", "overlap", "bucket_size",
-                  "allreduce", "local_aggregation")
+                  "allreduce", "local_aggregation", "step_barrier")
 RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",
                "bottleneck")
 # Below this many points a process pool costs more than it saves (points predicted one by one,
@@ -60,9 +60,9 @@ def grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()) -> list[di
     """Cartesian product of the axes, normalised so every point is a valid scenario.
 
     All-reduce has no PS (``ps``, swept or in ``fixed``, becomes 0) nor local aggregation, the
-    all-reduce algorithm only applies to all-reduce, staleness only to SSP and a fabric only to
-    servers of more than one GPU; points that become identical after that are kept once, in
-    first-seen order.
+    all-reduce algorithm only applies to all-reduce, the step barrier only to a BSP PS,
+    staleness only to SSP and a fabric only to servers of more than one GPU; points that
+    become identical after that are kept once, in first-seen order.
     """
     return list(iter_grid(axes, fixed))
 
@@ -145,6 +145,9 @@ def _normalise(point: dict[str, Any], fixed: Collection[str]) -> set[str]:
             override("local_aggregation", False)
     elif "allreduce" in point:
         override("allreduce", "ring")
+    if point.get("step_barrier") and (point.get("arch", "ps") != "ps"
+                                      or point.get("sync", "bsp") != "bsp"):
+        override("step_barrier", False)  # a barrier of the BSP parameter server only
     if "intra" in point and point.get("gpus_per_node") in (None, 1):
         override("intra", None)
     if "staleness" in point and point.get("sync", "bsp") != "ssp":
@@ -288,7 +291,7 @@ def _workload_and_strategy(spec: dict[str, Any], state: _State) -> tuple[Any, An
             spec.get("arch", "ps"), spec.get("sync", "bsp"), spec.get("staleness"),
             spec.get("sharding", "round_robin"), spec.get("overlap", True),
             spec.get("bucket_size"), spec.get("allreduce") or "ring",
-            bool(spec.get("local_aggregation")))
+            bool(spec.get("local_aggregation")), bool(spec.get("step_barrier")))
     return state.workloads[wkey], state.strategies[skey]
 
 

@@ -68,6 +68,7 @@ def test_deadline_with_epochs(prices):
     (["--throughput", "100", "--servers", ""], ["--servers", "empty"]),
     (["--throughput", "100", "--ps", "0..2"], ["--ps", "below 1"]),
     (["--throughput", "100", "--arch", "mesh"], ["--arch", "'mesh'"]),
+    (["--throughput", "100", "--step-barrier", "maybe"], ["--step-barrier", "'maybe'"]),
     (["--servers", "1..2"], ["--throughput", "target"]),
     (["--deadline", "1h"], ["--deadline", "size of the job"]),
     (["--throughput", "100", "--executor", "spark"], ["--executor", "spark"]),

@@ -4,6 +4,7 @@ the searched space does; the Pareto front; deadlines, budgets, bad input, Ctrl-C
 from __future__ import annotations
 
 import csv
+import dataclasses
 
 import pytest
 
@@ -65,6 +66,32 @@ def test_batched_rows_equal_direct_predictions(table):
         assert row["throughput_samples_per_s"] == pytest.approx(
             direct.throughput_samples_per_s, rel=1e-9)
         assert row["bottleneck"] == direct.bottleneck
+
+
+def test_step_barrier_candidates_are_bsp_ps_only_and_predict_as_such(table):
+    from ddlperf.plan.evaluate import evaluate_family
+    from ddlperf.plan.space import candidates
+
+    space = SearchSpace(instances=[table.instances[1]], servers=[1, 4], ps=[2],
+                        sync=("bsp", "asp"), step_barrier=(True, False))
+    found = list(candidates(space, table))
+    with_barrier = [c for c in found if c.step_barrier]
+    assert with_barrier and all(c.arch == "ps" and c.sync == "bsp" for c in with_barrier)
+    assert {(c.sync, c.step_barrier) for c in found if c.arch == "ps"} == {
+        ("bsp", True), ("bsp", False), ("asp", False)}
+    default = list(candidates(SearchSpace(instances=[table.instances[1]], servers=[1, 4],
+                                          ps=[2]), table))
+    assert not any(c.step_barrier for c in default)  # off unless asked for
+    family = [c for c in with_barrier]
+    rows = evaluate_family(family, FIXED)
+    for candidate, row in zip(family, rows, strict=True):
+        assert candidate.kwargs(FIXED)["step_barrier"] is True
+        assert candidate.describe()["step_barrier"] is True
+        direct = predict(**candidate.kwargs(FIXED))
+        assert row["throughput_samples_per_s"] == pytest.approx(
+            direct.throughput_samples_per_s, rel=1e-9)
+    without = predict(**dataclasses.replace(family[-1], step_barrier=False).kwargs(FIXED))
+    assert rows[-1]["throughput_samples_per_s"] < without.throughput_samples_per_s
 
 
 def test_pareto_front_is_exactly_the_undominated_rows(tmp_path, table):

@@ -188,7 +188,7 @@ SCENARIO_FLAGS: tuple[Flag, ...] = (
          defaults=_on_both("off")),
     Flag("step_barrier", "BSP PS: the next iteration's pulls wait until every shard applied "
                          "every update (TensorFlow 1.x sync PS)", kind=bool,
-         commands=frozenset({"predict"}), defaults={"predict": "off"}),
+         commands=frozenset({"predict", "sweep"}), defaults=_on_both("off")),
     Flag("transport", "how tensors move between processes: a name (see 'ddlperf transports', "
                       "e.g. grpc-tf1) or a per-connection cap such as 200MB/s",
          metavar="NAME", commands=_PREDICTIONS, defaults=_on_predictions("tcp (no cap)")),

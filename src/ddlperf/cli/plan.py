@@ -11,6 +11,7 @@ import typer
 
 from ddlperf.cli.app import app
 from ddlperf.cli.common import handle_input_errors, make_console, print_json
+from ddlperf.cli.options import BOOLEANS
 from ddlperf.cli.ranges import parse_counts
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable, write_atomic
@@ -19,6 +20,7 @@ from ddlperf.units import parse_duration
 ARCHS = ("ps", "allreduce")
 SYNCS = ("bsp", "asp", "ssp")
 ALGORITHMS = ("ring", "hierarchical")
+ONOFF = ("on", "off")
 
 
 def _choices(text: str, flag: str, allowed: tuple[str, ...]) -> list[str]:
@@ -74,6 +76,7 @@ def plan(
     allreduce: Annotated[str, typer.Option(help="all-reduce algorithms: ring,hierarchical (hierarchical on multi-GPU servers)")] = "ring,hierarchical",
     sync: Annotated[str, typer.Option(help="sync modes for PS: bsp,asp,ssp (ASP/SSP change convergence)")] = "bsp",
     staleness: Annotated[int, typer.Option(help="SSP bound when --sync includes ssp")] = 3,
+    step_barrier: Annotated[str, typer.Option(help="BSP PS candidates with the step barrier of TensorFlow 1.x's sync PS: off, on or on,off")] = "off",
     mixes: Annotated[bool, typer.Option(help="also search clusters of two instance types (predicted one by one: slower)")] = False,
     model: Annotated[str | None, typer.Option(help="zoo model (see 'ddlperf models') [default: resnet50]")] = None,
     workload: Annotated[Path | None, typer.Option(help="workload JSON instead of --model")] = None,
@@ -124,8 +127,9 @@ def plan(
         servers=parse_counts(servers, "--servers"),
         ps=parse_counts(ps, "--ps"), arch=_choices(arch, "--arch", ARCHS),
         allreduce=_choices(allreduce, "--allreduce", ALGORITHMS),
-        sync=_choices(sync, "--sync", SYNCS), staleness=staleness, mixes=mixes,
-        max_workers=max_workers)
+        sync=_choices(sync, "--sync", SYNCS), staleness=staleness,
+        step_barrier=[BOOLEANS[v] for v in _choices(step_barrier, "--step-barrier", ONOFF)],
+        mixes=mixes, max_workers=max_workers)
     if staleness < 0:
         raise InputError("--staleness", f"must be ≥ 0, got {staleness}")
     if max_workers is not None and max_workers < 1:

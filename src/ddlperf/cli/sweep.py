@@ -26,7 +26,7 @@ RESULT_COLUMNS = {
     "bottleneck": ("bottleneck", 1),
 }
 SHORT = {"batch_size": "batch", "bucket_size": "bucket", "placement": "place",
-         "gpus_per_node": "GPUs/node", "local_aggregation": "local agg", "rack_size": "rack",
+         "gpus_per_node": "GPUs/node", "local_aggregation": "local agg", "step_barrier": "barrier", "rack_size": "rack",
          "rack_uplink": "rack uplink"}
 NUMERIC_AXES = ("workers", "ps", "batch_size", "staleness", "gpus_per_node", "nics",
                 "rack_size", "goodput")

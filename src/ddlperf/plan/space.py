@@ -3,8 +3,10 @@
 A candidate is a number of servers of one instance type (or, with ``mixes``, of two), a
 synchronization architecture — PS with K dedicated shards on priced PS hosts, or all-reduce
 (ring, or hierarchical on multi-GPU servers) — a sync mode and, on multi-GPU servers with a PS,
-local aggregation on or off. Each candidate knows the :func:`ddlperf.api.predict` keywords of
-its scenario (an explicit cluster mapping), so any answer can be re-predicted directly.
+local aggregation on or off; a BSP PS with or without the step barrier of TensorFlow 1.x's
+synchronous PS (``step_barrier``: off unless asked for, as it only describes that framework).
+Each candidate knows the :func:`ddlperf.api.predict` keywords of its scenario (an explicit
+cluster mapping), so any answer can be re-predicted directly.
 
 PS hosts: each shard runs on the cheapest PS host of the table whose NIC is at least as fast
 as the workers' NICs (so the shard is not slower than in the model, which gives it that rate);
@@ -36,6 +38,7 @@ class Candidate:
     allreduce: str = "ring"
     local_aggregation: bool = False
     ps_host: PSHost | None = None
+    step_barrier: bool = False
 
     @property
     def servers(self) -> int:
@@ -65,7 +68,7 @@ class Candidate:
     def family(self) -> tuple[Any, ...]:
         """What candidates that differ only in their server count share."""
         return (tuple(i.name for i, _n in self.parts), self.arch, self.ps, self.sync,
-                self.staleness, self.allreduce, self.local_aggregation,
+                self.staleness, self.allreduce, self.local_aggregation, self.step_barrier,
                 None if self.ps_host is None else self.ps_host.name,
                 tuple(n for _i, n in self.parts) if len(self.parts) > 1 else None)
 
@@ -94,6 +97,7 @@ class Candidate:
             strategy["allreduce"] = self.allreduce
         else:
             strategy["local_aggregation"] = self.local_aggregation
+            strategy["step_barrier"] = self.step_barrier
         device = self.parts[0][0].device if fixed.get("workload") is None else None
         return {**fixed, **strategy, "device": device, "cluster": self.cluster(servers)}
 
@@ -105,6 +109,7 @@ class Candidate:
             "ps": self.ps, "ps_host": None if self.ps_host is None else self.ps_host.name,
             "sync": self.sync if self.sync != "ssp" else f"ssp({self.staleness})",
             "local_aggregation": self.local_aggregation,
+            "step_barrier": self.step_barrier,
             "price_per_hour": self.price_per_hour,
         }
 
@@ -120,12 +125,13 @@ class SearchSpace:
     allreduce: Sequence[str] = ("ring", "hierarchical")
     sync: Sequence[str] = ("bsp",)
     staleness: int = 3
+    step_barrier: Sequence[bool] = (False,)  # for BSP PS candidates
     mixes: bool = False
     max_workers: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
-        for name in ("instances", "servers", "arch"):
+        for name in ("instances", "servers", "arch", "step_barrier"):
             if not list(getattr(self, name)):
                 raise InputError(f"--{name}", "is empty", "give at least one value")
         if "ps" in self.arch and not list(self.ps):
@@ -161,7 +167,8 @@ def candidates(space: SearchSpace, table: PriceTable) -> Iterator[Candidate]:
 
 def _with(template: Candidate, parts: tuple[tuple[Instance, int], ...]) -> Candidate:
     return Candidate(parts, template.arch, template.ps, template.sync, template.staleness,
-                     template.allreduce, template.local_aggregation, template.ps_host)
+                     template.allreduce, template.local_aggregation, template.ps_host,
+                     template.step_barrier)
 
 
 def _families(space: SearchSpace, table: PriceTable, insts: list[Instance],
@@ -184,7 +191,10 @@ def _families(space: SearchSpace, table: PriceTable, insts: list[Instance],
         for k in space.ps:
             for sync in space.sync:
                 staleness = space.staleness if sync == "ssp" else None
-                yield Candidate((), "ps", k, sync, staleness, ps_host=host)
-                if multi and sync == "bsp" and not mix:
-                    yield Candidate((), "ps", k, sync, None, local_aggregation=True,
-                                    ps_host=host)
+                barriers = space.step_barrier if sync == "bsp" else (False,)
+                for barrier in barriers:
+                    yield Candidate((), "ps", k, sync, staleness, ps_host=host,
+                                    step_barrier=barrier)
+                    if multi and sync == "bsp" and not mix:
+                        yield Candidate((), "ps", k, sync, None, local_aggregation=True,
+                                        ps_host=host, step_barrier=barrier)

@@ -31,6 +31,8 @@ def _cluster(row: dict[str, Any]) -> str:
         arch = f"PS ×{row['ps']} on {row['ps_host']}"
         if row.get("local_aggregation") in (True, "True"):
             arch += ", local aggregation"
+        if row.get("step_barrier") in (True, "True"):
+            arch += ", step barrier"
     sync = "" if row["sync"] == "bsp" else f", {row['sync'].upper()}"
     gpus = f"{row['workers']} GPU" + ("s" if int(row["workers"]) != 1 else "")
     return f"{text} ({gpus}), {arch}{sync}"
