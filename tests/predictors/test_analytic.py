@@ -155,3 +155,26 @@ def test_deterministic():
     a = run(w, workers=5, ps=2, sync="asp").to_dict()
     b = run(w, workers=5, ps=2, sync="asp").to_dict()
     assert a == b
+
+
+def test_asp_workers_capped_by_their_own_links_do_not_queue_at_a_faster_shard():
+    # three 200 Mbit workers into a 600 Mbit shard: the shard carries all three flows at full
+    # speed, so each runs as if alone (the simulator agrees); a fourth makes them share it
+    w = make_workload([(0.01, 0.02, [1_000_000])] * 8, update_s_per_byte=5e-10)
+    def cluster(n):
+        return {"bandwidth": "200Mbps", "latency": "50us", "workers": [{"count": n}],
+                "ps": {"count": 1, "bandwidth": "600Mbps"}}
+    alone = run(w, cluster=cluster(1), sync="asp").iteration_time_s
+    three = run(w, cluster=cluster(3), sync="asp")
+    assert three.iteration_time_s == pytest.approx(alone, rel=1e-12)
+    simulated = run(w, cluster=cluster(3), sync="asp", method="simulate", iterations=20)
+    assert three.iteration_time_s == pytest.approx(simulated.iteration_time_s, rel=0.01)
+    assert run(w, cluster=cluster(4), sync="asp").iteration_time_s > 1.05 * alone
+    # a slower 80 Mbit worker among them: its flows never fill the shard either
+    mixed = {**cluster(3), "workers": [{"count": 3}, {"name": "slow", "count": 1,
+                                                       "bandwidth": "80Mbps"}]}
+    fast, slow = (run(w, cluster=mixed, sync="asp").workers[i].iteration_time_s for i in (0, 3))
+    sim = run(w, cluster=mixed, sync="asp", method="simulate", iterations=20, jitter=0.01,
+              replications=3, jobs=1)
+    assert fast == pytest.approx(sim.workers[0].iteration_time_s, rel=0.05)  # was +11%
+    assert slow == pytest.approx(sim.workers[3].iteration_time_s, rel=0.05)

@@ -215,16 +215,19 @@ def test_ten_thousand_points_stay_small():
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.floats(1e-6, 1.0), st.lists(st.floats(0, 0.5), min_size=4,
-                                                        max_size=4), st.integers(1, 80)),
+                                                        max_size=4), st.integers(1, 80),
+                          st.lists(st.floats(0, 1.0), min_size=4, max_size=4)),
                 min_size=1, max_size=12),
        st.integers(1, 4))
 def test_mva_one_class_equals_mva(cases, stations):
-    think = np.array([z for z, _, _ in cases])
-    demand = np.array([d[:stations] for _, d, _ in cases]).T
-    population = np.array([n for _, _, n in cases], dtype=float)
-    got = mva_one_class(think, demand, population)
+    think = np.array([z for z, _, _, _ in cases])
+    demand = np.array([d[:stations] for _, d, _, _ in cases]).T
+    population = np.array([n for _, _, n, _ in cases], dtype=float)
+    floor = np.array([f[:stations] for _, _, _, f in cases]).T
+    got = mva_one_class(think, demand, population, floor)
     for b in range(len(cases)):
-        x, _ = mva(think[b:b + 1], demand[:, b:b + 1], population[b:b + 1])
+        x, _ = mva(think[b:b + 1], demand[:, b:b + 1], population[b:b + 1],
+                   floor=floor[:, b:b + 1])
         assert got[b] == x[0]
 
 
@@ -264,3 +267,24 @@ def test_resnet50_benchmark_grid_is_fully_batched():
     fixed = {"model": "resnet50"}
     assert batched_share(axes, fixed) == 1.0
     assert len(grid(axes)) == 1536
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+@pytest.mark.parametrize("ps_rate", [3.0, 1.0, 0.5])
+def test_a_shard_faster_than_the_workers_batched_equals_one_prediction(overlap, ps_rate):
+    workload = make_workload("resnet18")
+    strategy = make_strategy(sync="asp", overlap=overlap)
+    points = []
+    for n in (1, 2, 3, 4, 9):
+        cluster = make_cluster({"bandwidth": 1e9, "workers": [{"count": n}],
+                                "ps": {"count": 2, "bandwidth": ps_rate * 1e9}})
+        points.append(resolve(workload, cluster, strategy))
+    template = points[0]
+    assert batch_key(template) is not None
+    rows = predict_batch(template, [sc.worker_count for sc in points],
+                         [analytic_batch.point_values(sc) for sc in points])
+    for sc, row in zip(points, rows):
+        expected = predict_analytic(sc).summary()
+        for key, value in zip(RESULT_KEYS, row):
+            if key in NUMBERS:
+                assert math.isclose(value, expected[key], rel_tol=1e-9), (key, sc.worker_count)

@@ -18,3 +18,22 @@ def test_mva_multiclass_matches_single_class_when_classes_equal():
     x2, _ = mva(z, d, np.array([3.0, 3.0]))
     x1, _ = mva(z[:1], d[:, :1], np.array([6.0]))
     assert x2.sum() == pytest.approx(x1[0], rel=0.05)  # Schweitzer is approximate
+
+
+def test_a_floor_below_the_demand_changes_nothing():
+    z, d = np.array([0.5, 0.2]), np.array([[0.3, 0.1], [0.2, 0.4]])
+    n = np.array([3.0, 2.0])
+    for zc, dc, nc in ((z, d, n), (z[:1], d[:, :1], n[:1])):
+        assert np.array_equal(mva(zc, dc, nc)[0], mva(zc, dc, nc, floor=dc * 0.7)[0])
+        assert np.array_equal(mva(zc, dc, nc)[0], mva(zc, dc, nc, floor=dc)[0])
+
+
+def test_a_floored_station_serves_floor_over_demand_customers_at_once():
+    # each visit takes at least S = 3 D (a flow capped at a third of the link): up to three
+    # customers pass as through a delay; many saturate the link at 1 / D
+    z, d, s = np.array([1.0]), np.array([[0.1]]), np.array([[0.3]])
+    for n in (1, 2, 3):
+        x, r = mva(z, d, np.array([float(n)]), floor=s)
+        assert x[0] == pytest.approx(n / (1.0 + 0.3)) and r[0, 0] == pytest.approx(0.3)
+    x, _ = mva(z, d, np.array([200.0]), floor=s)
+    assert x[0] == pytest.approx(1 / 0.1, rel=1e-3)

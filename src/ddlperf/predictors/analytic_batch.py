@@ -136,8 +136,10 @@ def _bsp_resource_names(sc: Scenario) -> list[str]:
 # ---------------------------------------------------------------- parameter server, ASP/SSP
 
 
-def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray) -> np.ndarray:
-    """Exact single-class MVA throughput per point: think (B,), demand (S, B), population (B,).
+def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray,
+                  floor: np.ndarray) -> np.ndarray:
+    """Exact single-class MVA throughput per point: think (B,), demand (S, B), population (B,),
+    floor (S, B) (``queueing.mva``'s: a capped flow's least time at a station).
 
     The recursion over n = 1 … N runs once for all points; a point leaves it after its own N
     (columns sorted by N, so the points still running are a prefix). Same arithmetic, in the
@@ -146,13 +148,14 @@ def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray)
     order = np.argsort(-population, kind="stable")
     counts = population[order].astype(np.int64)
     d = np.ascontiguousarray(demand[:, order])
+    low = np.ascontiguousarray(floor[:, order])
     z = think[order]
     queue = np.zeros_like(d)
     throughput = np.zeros(len(counts))
     # running[n - 1]: how many points have N ≥ n
     running = np.searchsorted(-counts, -np.arange(1, int(counts[0]) + 1), side="right")
     for n, m in enumerate(running.tolist(), start=1):
-        residence = d[:, :m] * (1.0 + queue[:, :m])
+        residence = np.maximum(low[:, :m], d[:, :m] * (1.0 + queue[:, :m]))
         x = n / (z[:m] + residence.sum(axis=0))
         throughput[:m] = x
         queue[:, :m] = x * residence
@@ -163,8 +166,9 @@ def mva_one_class(think: np.ndarray, demand: np.ndarray, population: np.ndarray)
 
 def _async_demand(
     sc: Scenario, p: Points, alone: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """``analytic_ps_async.ps_async``'s network for one group: think (B,), demand (S, B).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``analytic_ps_async.ps_async``'s network for one group: think (B,), demand (S, B),
+    floor (S, B) (one GPU per server here: the worker's own link caps its flows).
 
     ``alone``: with overlap, the BSP period of one worker alone with each point's numbers.
     """
@@ -177,15 +181,20 @@ def _async_demand(
     parts = np.stack([shard_bytes / p.sdown, shard_bytes / p.sup, shard_bytes * p.supd],
                      axis=1)  # (K, 3, B)
     per_part = parts.max(axis=0)  # (3, B)
+    # the busiest shard holds the most bytes (every shard has the point's rates)
+    biggest = float(shard_bytes.max())
+    floors = np.stack([biggest / p.gup, biggest / p.gdown, np.zeros(len(p.n))])  # (3, B)
     if sc.strategy.overlap:
         assert alone is not None
         demand = per_part.max(axis=0)[None, :]  # one station, the largest
-        think = np.maximum(alone - demand[0], 0.0)
+        floor = floors.max(axis=0)[None, :]
+        think = np.maximum(alone - np.maximum(floor[0], demand[0]), 0.0)
     else:
-        demand = per_part
-        think = (g.compute_s + 2 * p.alpha + np.maximum(0.0, total / p.gup - per_part[0])
-                 + np.maximum(0.0, total / p.gdown - per_part[1]))
-    return think, demand
+        demand, floor = per_part, floors
+        visit = np.maximum(floors, per_part)
+        think = (g.compute_s + 2 * p.alpha + np.maximum(0.0, total / p.gup - visit[0])
+                 + np.maximum(0.0, total / p.gdown - visit[1]))
+    return think, demand, floor
 
 
 def _async_finish(
@@ -213,20 +222,24 @@ def _async_finish(
 
 
 def _mva_together(
-    networks: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    networks: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 ) -> list[np.ndarray]:
-    """:func:`mva_one_class` of several batches' (think, demand, population) in one
-    recursion: demands are padded to the most stations with zero rows (a zero-demand station
-    adds exactly 0 to every residence sum), and each column is computed on its own."""
+    """:func:`mva_one_class` of several batches' (think, demand, floor, population) in one
+    recursion: demands and floors are padded to the most stations with zero rows (a
+    zero-demand station adds exactly 0 to every residence sum), and each column is computed
+    on its own."""
     if not networks:
         return []
-    stations = max(demand.shape[0] for _z, demand, _n in networks)
-    padded = [np.concatenate((demand, np.zeros((stations - len(demand), demand.shape[1]))))
-              for _z, demand, _n in networks]
-    throughput = mva_one_class(np.concatenate([z for z, _d, _n in networks]),
-                               np.concatenate(padded, axis=1),
-                               np.concatenate([n for _z, _d, n in networks]))
-    bounds = np.cumsum([0, *(len(n) for _z, _d, n in networks)])
+    stations = max(demand.shape[0] for _z, demand, _f, _n in networks)
+
+    def pad(rows: np.ndarray) -> np.ndarray:
+        return np.concatenate((rows, np.zeros((stations - len(rows), rows.shape[1]))))
+
+    throughput = mva_one_class(np.concatenate([z for z, _d, _f, _n in networks]),
+                               np.concatenate([pad(d) for _z, d, _f, _n in networks], axis=1),
+                               np.concatenate([n for _z, _d, _f, n in networks]),
+                               np.concatenate([pad(f) for _z, _d, f, _n in networks], axis=1))
+    bounds = np.cumsum([0, *(len(n) for _z, _d, _f, n in networks)])
     return [throughput[a:b] for a, b in itertools.pairwise(bounds)]
 
 

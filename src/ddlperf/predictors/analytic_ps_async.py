@@ -40,8 +40,10 @@ def _hosts(shard: ShardPlan, group: GroupPlan) -> int:
     return 0
 
 
-def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Think times (C,), station demands (S, C), populations (C,) and station names.
+def _ps_queueing(sc: Scenario
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """Think times (C,), station demands (S, C), populations (C,), station names and floors
+    (S, C).
 
     Each shard's downlink, uplink and optimizer are queueing stations; a class's demand at a
     shard's links is its workers' mean remote share of the shard's bytes (nothing for the
@@ -50,44 +52,59 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     largest of the three (the saturation limit is unchanged, the contention-free cycle is not
     inflated). The think time is then set so that one worker alone sees exactly its
     pipelined cycle from the BSP model.
+
+    A shard link faster than the workers' own links serves several of their flows at full
+    speed (each is capped by its sender's link): the station's floor per class is the
+    transfer at the worker's own rate, so a flow slows only once the flows present need more
+    than the shard's rate (:func:`~ddlperf.predictors.queueing.mva`). Without it a 600 Mbit
+    shard fed by three 200 Mbit workers queued them as one 600 Mbit server (+8.5% against the
+    simulator, which finds no contention). Workers that share a server's NIC keep no floor.
     """
     alpha = sc.latency_s
     shard_bytes = sc.placement.sum(axis=0)
     # per part (downlink, uplink, update): the shards work in parallel (a worker's tensors go
     # to all of them at once), so the part is one station at the busiest shard's demand
-    parts: dict[str, tuple[str, np.ndarray]] = {}
+    parts: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
     for part in ("downlink", "uplink", "update"):
-        best: tuple[str, np.ndarray] | None = None
+        best: tuple[str, np.ndarray, np.ndarray] | None = None
         for k, shard in enumerate(sc.shards):
             remote = np.array([1.0 - _hosts(shard, g) / g.count for g in sc.groups])
             if part == "update":
                 d = np.full(len(sc.groups), shard_bytes[k] * shard.update_s_per_byte)
+                low = np.zeros(len(sc.groups))
             else:
                 rate = shard.down if part == "downlink" else shard.up
                 d = shard_bytes[k] * remote / rate
+                own = np.array([(g.up if part == "downlink" else g.down) if g.gpus == 1
+                                else np.inf for g in sc.groups])
+                low = shard_bytes[k] * remote / own
             if best is None or float(d.max()) > float(best[1].max()):
-                best = (f"{shard.name} {part}", d)
+                best = (f"{shard.name} {part}", d, low)
         assert best is not None
         parts[part] = best
     if sc.strategy.overlap:  # push, update and pull pipelined: one station, the largest
-        name, d = max(parts.values(), key=lambda item: float(item[1].max()))
-        names, rows = [name], [np.max(np.array([v for _n, v in parts.values()]), axis=0)]
+        name = max(parts.values(), key=lambda item: float(item[1].max()))[0]
+        names = [name]
+        rows = [np.max(np.array([v for _n, v, _f in parts.values()]), axis=0)]
+        lows = [np.max(np.array([f for _n, _v, f in parts.values()]), axis=0)]
     else:
-        names = [n for n, _v in parts.values()]
-        rows = [v for _n, v in parts.values()]
-    demand = np.array(rows)
+        names = [n for n, _v, _f in parts.values()]
+        rows = [v for _n, v, _f in parts.values()]
+        lows = [f for _n, _v, f in parts.values()]
+    demand, floor = np.array(rows), np.array(lows)
+    alone_visit = np.maximum(floor, demand)  # a visit to an idle station
     if sc.strategy.overlap:
-        think = np.array([max(_alone_cycle(sc, g) - float(demand[:, c].sum()), 0.0)
+        think = np.array([max(_alone_cycle(sc, g) - float(alone_visit[:, c].sum()), 0.0)
                           for c, g in enumerate(sc.groups)])
     else:
         think = np.array([
             g.compute_s + 2 * alpha
-            + max(0.0, alone_transfer_s(sc, g, g.up) - float(rows[0][c]))
-            + max(0.0, alone_transfer_s(sc, g, g.down) - float(rows[1][c]))
+            + max(0.0, alone_transfer_s(sc, g, g.up) - float(alone_visit[0][c]))
+            + max(0.0, alone_transfer_s(sc, g, g.down) - float(alone_visit[1][c]))
             for c, g in enumerate(sc.groups)
         ])
     population = np.array([g.count for g in sc.groups], dtype=float)
-    return think, demand, population, names
+    return think, demand, population, names, floor
 
 
 def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
@@ -102,8 +119,8 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     Z − E[range of the offsets] = Z / N, so the period is the network's plus 1/N of the
     way to lockstep's (N = 2: the midpoint; many workers: the network's).
     """
-    think, demand, population, _names = _ps_queueing(sc)
-    throughput, _ = mva(think, demand, population)
+    think, demand, population, _names, floor = _ps_queueing(sc)
+    throughput, _ = mva(think, demand, population, floor=floor)
     periods = population / throughput
     if len(sc.groups) == 1 and sc.groups[0].count > 1:
         periods = periods + (ps_bsp(sc)[1] - periods) / sc.groups[0].count

@@ -6,24 +6,32 @@ import numpy as np
 
 
 def mva(
-    think: np.ndarray, demand: np.ndarray, population: np.ndarray, iterations: int = 500
+    think: np.ndarray, demand: np.ndarray, population: np.ndarray, iterations: int = 500,
+    floor: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Closed multi-class queueing network by mean value analysis.
 
     ``think`` (C,) delay-station time per class, ``demand`` (S, C) service demand of a class at
     each queueing station, ``population`` (C,) customers per class. Returns throughput per
     class (C,) and residence times (S, C). One class: exact MVA; several: Bard–Schweitzer.
+
+    ``floor`` (S, C): the least time a visit takes however idle the station, when a customer
+    cannot use the whole station alone (a flow capped by its sender's link below the link it
+    crosses, which serves c = floor/demand such flows at full speed): residence is
+    max(floor, demand · (1 + queue seen)), i.e. a flow slows only when more than c are
+    present. A floor at or below the demand changes nothing (bit for bit).
     """
     stations, classes = demand.shape
     if classes == 1:
         # exact recursion over the population; plain floats beat numpy for a few stations
         d = demand[:, 0].tolist()
+        low = [0.0] * stations if floor is None else floor[:, 0].tolist()
         z = float(think[0])
         queue = [0.0] * stations
         residence = d
         throughput = 0.0
         for n in range(1, int(population[0]) + 1):
-            residence = [di * (1.0 + qi) for di, qi in zip(d, queue)]
+            residence = [max(fi, di * (1.0 + qi)) for di, qi, fi in zip(d, queue, low)]
             throughput = n / (z + sum(residence))
             queue = [throughput * r for r in residence]
         return np.array([throughput]), np.array(residence)[:, None]
@@ -33,6 +41,8 @@ def mva(
     for _ in range(iterations):
         seen = queue.sum(axis=1, keepdims=True) - queue / population
         residence = demand * (1.0 + seen)
+        if floor is not None:
+            residence = np.maximum(floor, residence)
         throughput = population / (think + residence.sum(axis=0))
         new_queue = residence * throughput
         if np.allclose(new_queue, queue, rtol=1e-10, atol=1e-12):
