@@ -63,8 +63,23 @@ class _Hosts(BaseModel):
     bandwidth: float | None = Field(default=None, description="bits/s, both directions")
     uplink: float | None = Field(default=None, description="bits/s, sending")
     downlink: float | None = Field(default=None, description="bits/s, receiving")
+    cpu_cap: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False,
+        description="cores one worker's processes may use (a CPU quota); None: uncapped")
+    comm_cpu_s_per_byte: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False,
+        description="host CPU seconds per byte a worker sends or receives over its NIC; "
+                    "charged only under cpu_cap (ddlperf.host_cpu)")
 
     _parse_rates = field_validator("bandwidth", "uplink", "downlink", mode="before")(_rate)
+
+    @property
+    def comm_cpu_wall_s_per_byte(self) -> float:
+        """Wall seconds per byte sent or received that the cap costs the worker's compute
+        (0 when uncapped: its communication CPU runs on other cores)."""
+        if self.cpu_cap is None:
+            return 0.0
+        return self.comm_cpu_s_per_byte / self.cpu_cap
 
     @field_validator("device", mode="after")
     @classmethod
@@ -256,7 +271,8 @@ class Cluster(BaseModel):
 
         def key(g: ServerGroup) -> tuple[Any, ...]:
             s = g.source
-            return (s.device, s.speed, s.batch_size, g.up, g.down, g.gpus, g.intra, g.nics)
+            return (s.device, s.speed, s.batch_size, g.up, g.down, g.gpus, g.intra, g.nics,
+                    s.comm_cpu_wall_s_per_byte)
 
         return any(key(g) != key(first) for g in groups[1:])
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ddlperf import host_cpu
 from ddlperf.cluster import Cluster, NodeGroup, WorkerGroup
 from ddlperf.compute import KernelTable, rates, synthetic_rows
 from ddlperf.errors import InputError
@@ -61,6 +62,9 @@ class GroupPlan:
     intra: float | None = None
     rack: int | None = None
     whole_racks: int = 0
+    # wall seconds a capped worker's CPU spends per byte it moves over the NIC (0: uncapped;
+    # :mod:`ddlperf.host_cpu`); for the PS already in forward/backward, for rings a link
+    comm_wall_s_per_byte: float = 0.0
 
     @property
     def servers(self) -> int:
@@ -300,7 +304,7 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
     memory: dict[str, dict[str, object]] = {}
     first = 0
     for segment in segments:
-        groups.append(_plan_group(workload, cluster, segment, first, notes))
+        groups.append(_plan_group(workload, cluster, strategy, segment, first, notes))
         _check_memory(workload, segment.group.source, memory, notes)
         first += segment.servers * segment.group.gpus
     hierarchical = strategy.arch == "allreduce" and strategy.allreduce == "hierarchical"
@@ -385,12 +389,16 @@ def _group_of_server(groups: list[GroupPlan], server: int) -> GroupPlan:
 
 
 def _plan_group(
-    workload: Workload, cluster: Cluster, segment: Segment, first: int, notes: list[str],
+    workload: Workload, cluster: Cluster, strategy: Strategy, segment: Segment, first: int,
+    notes: list[str],
 ) -> GroupPlan:
     group = segment.group.source
     device = group.resolved_device()
     batch = group.batch_size or workload.batch_size
     fwd, bwd, unattributed, update = group_compute(workload, device, group.speed, batch, notes)
+    per_byte = group.comm_cpu_wall_s_per_byte
+    if per_byte > 0:
+        fwd, bwd = _charge_comm_cpu(workload, strategy, segment, fwd, bwd, notes)
     key = ("ready_offset", id(bwd))
     cache = workload.derived_cache
     if key not in cache:
@@ -410,5 +418,26 @@ def _plan_group(
         compute_s=compute_s, kind="nodes" if cluster.nodes else "workers",
         gpus=segment.group.gpus, first_server=segment.first_server, nics=segment.group.nics,
         nic_up=segment.nic_up, nic_down=segment.nic_down, intra=segment.intra,
-        rack=segment.rack, whole_racks=segment.whole_racks,
+        rack=segment.rack, whole_racks=segment.whole_racks, comm_wall_s_per_byte=per_byte,
     )
+
+
+def _charge_comm_cpu(workload: Workload, strategy: Strategy, segment: Segment,
+                     fwd: np.ndarray, bwd: np.ndarray, notes: list[str],
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """A capped group's communication CPU (:mod:`ddlperf.host_cpu`): on the PS, each layer's
+    pushes and pulls over the NIC lengthen its backward and forward; rings take it as a link."""
+    group = segment.group.source
+    assert group.cpu_cap is not None
+    _names, sizes, layers, _order = _tensor_arrays(workload)
+    gpus = segment.group.gpus
+    if strategy.arch == "ps":
+        share = 1.0 / gpus if strategy.local_aggregation and gpus > 1 else 1.0
+        fwd, bwd = host_cpu.ps_charged_compute(
+            workload, fwd, bwd, layers, sizes, group.comm_cpu_wall_s_per_byte * share)
+        moved = 2.0 * float(sizes.sum()) * share
+        notes.append(host_cpu.ps_note(group.name, group.cpu_cap, group.comm_cpu_s_per_byte,
+                                      moved))
+    else:
+        notes.append(host_cpu.ring_note(group.name, group.cpu_cap, group.comm_cpu_s_per_byte))
+    return fwd, bwd

@@ -18,7 +18,8 @@ Two exact shortcuts keep the arrays small:
   array with P·U ≈ J instead of (J, K, B). A zero-work row whose release time is not later than
   the next real row's cannot change any real finish time (beyond the last bit).
 
-Everything else (several groups, colocated shards, a custom gradient order) is left to the
+Everything else (several groups, colocated shards, a custom gradient order, communication CPU
+on a capped host) is left to the
 per-point model: :func:`batch_key` returns ``None`` for such scenarios. The BSP fixed point
 itself (layouts, FIFOs, passes) is in :mod:`ddlperf.predictors.analytic_batch_bsp`.
 """
@@ -57,6 +58,8 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
         return None
     g = sc.groups[0]
     if g.first != 0 or g.gpus != 1 or g.nics != 1 or g.kind != "workers":
+        return None
+    if g.comm_wall_s_per_byte > 0:  # communication CPU on a capped host: per point
         return None
     strategy = sc.strategy
     if strategy.arch == "ps":

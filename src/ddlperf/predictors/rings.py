@@ -15,6 +15,9 @@ link carries the G edges of its server, so an edge gets a 1/G share), all-gather
 steps of S/G). Each server's NICs move 2(S−1)/S · S bytes per direction in all, a flat ring's
 2(N−1)/N · S.
 
+A CPU-capped worker's communication CPU is one more link on its edges between servers
+(:mod:`ddlperf.host_cpu`): ``w1 cpu``.
+
 Every step costs one latency α plus its chunk over the phase's rate; phases and buckets run
 one after another on one stream, so nothing else shares their links. A transport's cap
 (:mod:`ddlperf.transport`) limits every edge between servers (each is one connection; inside
@@ -25,7 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ddlperf.scenario import Scenario
+from ddlperf.host_cpu import ring_edge_rate
+from ddlperf.scenario import GroupPlan, Scenario
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,15 @@ def _server_links(sc: Scenario, share: int) -> list[Link]:
                       (racks.down / share, racks.name(r, "downlink"), False)]
     if links and sc.capped:  # each edge leaving a server is a connection of the transport
         links.append((sc.connection_cap, CONNECTION, False))
+    if links:  # a capped worker's CPU moves its edges no faster than ring_edge_rate
+        links += [(ring_edge_rate(g.comm_wall_s_per_byte), cpu_name(g), False)
+                  for g in sc.groups if g.comm_wall_s_per_byte > 0]
     return links
+
+
+def cpu_name(group: GroupPlan, offset: int = 0) -> str:
+    """The resource a capped worker's communication CPU is (``w1 cpu``, ``node0 cpu``)."""
+    return f"{group.server_name(offset)} cpu"
 
 
 def _fabric_links(sc: Scenario) -> list[Link]:

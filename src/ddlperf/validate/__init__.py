@@ -12,7 +12,11 @@ For every scenario of a YAML matrix (see :class:`MatrixFile`):
    trainers wait ``seconds / speed``), exact by construction. CPU quota (real compute): the
    slowdown is not exactly 1/quota, so the quota'd worker's training step is timed inside a
    cgroup with that quota while an unrestricted copy runs beside it (two computing processes,
-   as in the run); ``speed = free step / quota'd step`` goes into the prediction's cluster.
+   as in the run); ``speed = free step / quota'd step`` goes into the prediction's cluster,
+   with the quota as the worker's ``cpu_cap`` and this machine's communication CPU per byte
+   (:mod:`~ddlperf.validate.comm_cpu`: a gloo transfer of the workload's tensors between two
+   emulated hosts, timed on the processes' CPU clocks) as its ``comm_cpu_s_per_byte``: a
+   quota'd host pays its communication from its quota (:mod:`ddlperf.host_cpu`).
 3. **the PS processor.** The PS shards of the measurement are CPU processes (SGD with momentum).
    Their cost per gradient byte is measured here once per session (the same optimizer step on
    one thread) and given to the predictors as ``ps.update_s_per_byte``, unless the scenario's
@@ -30,6 +34,7 @@ already done with unchanged parameters.
 Modules, one job each: :mod:`~ddlperf.validate.matrix_file` (the YAML schema),
 :mod:`~ddlperf.validate.plan` (scenarios resolved and checked before any run),
 :mod:`~ddlperf.validate.calibration` (in-session timings of this CPU),
+:mod:`~ddlperf.validate.comm_cpu` (communication CPU per byte on this machine),
 :mod:`~ddlperf.validate.clusters` (the cluster given to the predictors),
 :mod:`~ddlperf.validate.run` (measure, predict, compare), :mod:`~ddlperf.validate.compare`
 (errors and the summary) and :mod:`~ddlperf.validate.results` (files written and read back).

@@ -11,8 +11,9 @@ from ddlperf.cluster import Cluster
 def with_worker_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]],
                           **top: Any) -> Cluster:
     """The cluster with per-worker changes (``{index: {"speed": …, "uplink": …}}``): groups
-    that hold a changed worker are split into single workers, in order; ``top`` replaces
-    top-level keys (e.g. ``goodput``, ``ps``)."""
+    that hold a changed worker are split into single workers, in order; ``speed`` multiplies
+    the group's, ``cpu_cap``/``comm_cpu_s_per_byte`` and link rates replace its; ``top``
+    replaces top-level keys (e.g. ``goodput``, ``ps``)."""
     data = cluster.to_dict()
     groups: list[dict[str, Any]] = []
     first = 0
@@ -25,6 +26,9 @@ def with_worker_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]]
                 change = overrides.get(i, {})
                 if "speed" in change:
                     single["speed"] = float(group.get("speed", 1.0)) * float(change["speed"])
+                for key in ("cpu_cap", "comm_cpu_s_per_byte"):
+                    if key in change:
+                        single[key] = float(change[key])
                 for key in ("uplink", "downlink"):
                     if key in change:
                         single.pop("bandwidth", None)
@@ -92,6 +96,11 @@ def _probed_servers(cluster: Cluster, rate: Any, data_ps: dict[str, Any]) -> Clu
                          "downlink": cluster.racks.down * cluster.goodput}
     data.update(goodput=1.0, ps=data_ps)
     return Cluster.from_dict(data)
+
+
+def worker_up_bps(cluster: Cluster, index: int) -> float:
+    """Worker ``index``'s sending line rate (bits/s) in a ``workers:`` cluster."""
+    return cluster.worker_up(_worker_groups(cluster)[index])
 
 
 def _worker_groups(cluster: Cluster) -> list[Any]:

@@ -15,7 +15,13 @@ from ddlperf.errors import InputError
 from ddlperf.io import write_atomic
 from ddlperf.prediction import Prediction
 from ddlperf.validate.calibration import calibrate_ps_update, profile_real, quota_speeds
-from ddlperf.validate.clusters import probed_cluster, with_ps_update, with_worker_overrides
+from ddlperf.validate.clusters import (
+    probed_cluster,
+    with_ps_update,
+    with_worker_overrides,
+    worker_up_bps,
+)
+from ddlperf.validate.comm_cpu import calibrate_comm_cpu
 from ddlperf.validate.compare import METHODS, compare, summarize
 from ddlperf.validate.matrix_file import load_matrix
 from ddlperf.validate.plan import Plan, plan_matrix
@@ -96,6 +102,16 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
         speeds = quota_speeds(plan)
         durations["quota_timing_s"] = time.monotonic() - t0
         inputs["quota"] = speeds
+        say("timing communication CPU (gloo between two emulated hosts)")
+        t0 = time.monotonic()
+        first = min(int(h[1:]) for h in speeds)
+        comm = calibrate_comm_cpu([int(t.bytes) for t in workload.gradient_tensors],
+                                  worker_up_bps(cluster, first))
+        durations["comm_cpu_timing_s"] = time.monotonic() - t0
+        inputs["comm_cpu_s_per_byte"] = {
+            "value": comm["comm_cpu_s_per_byte"],
+            "source": "calibrated on this machine in this session: " + comm["how"],
+            "calibration": comm}
     t0 = time.monotonic()
     measurement = measure(
         workload=workload, cluster=cluster, strategy=plan.strategy, compute=plan.compute,
@@ -105,8 +121,12 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
     durations["measure_s"] = time.monotonic() - t0
     predict_cluster = cluster
     if speeds:
+        # a quota'd host pays its communication CPU from its quota (ddlperf.host_cpu)
+        per_byte = inputs["comm_cpu_s_per_byte"]["value"]
         predict_cluster = with_worker_overrides(
-            predict_cluster, {int(h[1:]): {"speed": s["speed"]} for h, s in speeds.items()})
+            predict_cluster, {int(h[1:]): {"speed": s["speed"], "cpu_cap": s["quota"],
+                                           "comm_cpu_s_per_byte": per_byte}
+                              for h, s in speeds.items()})
     probe = measurement.inputs.get("measure", {}).get("probe") or {}
     if rates == "probed":
         if not probe:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ddlperf.predictors.rings import CONNECTION
+from ddlperf.host_cpu import ring_edge_rate
+from ddlperf.predictors.rings import CONNECTION, cpu_name
 from ddlperf.predictors.simulate.compute import OpRecord
 from ddlperf.predictors.simulate.network import Link
 from ddlperf.predictors.simulate.units import Unit
@@ -129,6 +130,9 @@ def _hops(src: Unit, dst: Unit, kind: str, racks: RackPlan | None,
             hops.append((racks.down / share, racks.name(racks.of(b), "downlink")))
             # (a run of several racks is named after its first; all carry the same)
         hops.append((gd.nic_down / share, gd.nic_name("downlink", b - gd.first_server)))
+        # a capped worker's communication CPU (ddlperf.host_cpu), each end its own
+        hops += [(ring_edge_rate(g.comm_wall_s_per_byte), cpu_name(g, s - g.first_server))
+                 for g, s in ((gs, a), (gd, b)) if g.comm_wall_s_per_byte > 0]
     if gd.intra is not None:
         hops.append((gd.intra, gd.intra_name(b - gd.first_server)))
     return hops

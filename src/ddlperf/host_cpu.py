@@ -1,0 +1,76 @@
+"""Communication CPU on a CPU-capped host: what moving bytes costs a worker whose processes
+may use only ``cpu_cap`` cores.
+
+Sending and receiving over TCP takes host CPU (the kernel's send and receive paths, the
+framework's communication threads): ``comm_cpu_s_per_byte`` seconds per byte. A host with
+spare cores runs that next to the compute and it costs nothing here (the default). A capped
+host (a cgroup quota, a VM slice) pays it from its cap, at ``comm_cpu_s_per_byte / cpu_cap``
+wall seconds per byte, where that CPU really runs:
+
+- **parameter server.** The worker pushes each gradient from its compute thread as soon as it
+  is ready and receives its pulls while it computes (PS trainers do; the receive threads share
+  the cap with it), so the compute stream of a capped worker is longer by the CPU of the bytes
+  it moves: each layer's backward by its tensors' pushes, each layer's forward by its pulls.
+  The step is then (compute CPU + communication CPU) / cap, never shorter. With local
+  aggregation a GPU moves 1/G of the gradient over the NIC (the server's push and pull are
+  split over its G GPUs); the intra-node fabric costs no host CPU.
+- **all-reduce.** A bucket is reduced by the framework's communication threads while the compute
+  thread waits or runs backward. Per ring step a worker sends one chunk and receives one, so
+  its CPU is a link of ``cpu_cap / (2 · comm_cpu_s_per_byte)`` payload bytes/s on each of its
+  edges between servers: the ring runs at the slowest of that and the network (the CPU and the
+  wire work side by side), and only binds when the capped CPU is slower than the network.
+
+Only bytes over the NIC are charged: a colocated shard's own updates and traffic are the PS's,
+not the worker's, and are not charged here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ddlperf.workload import Workload
+
+
+def ps_charged_compute(workload: Workload, forward: np.ndarray, backward: np.ndarray,
+                       tensor_layer: np.ndarray, tensor_bytes: np.ndarray,
+                       wall_s_per_byte: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-layer forward and backward with the CPU of the layer's pulls and pushes added:
+    ``wall_s_per_byte`` × the layer's gradient bytes on each (the worker's share of them
+    over the NIC already folded in)."""
+    if wall_s_per_byte <= 0:
+        return forward, backward
+    cache = workload.derived_cache
+    key = ("comm_cpu", id(forward), id(backward), wall_s_per_byte)
+    if key not in cache:
+        per_layer = np.bincount(tensor_layer, weights=tensor_bytes,
+                                minlength=len(forward)) * wall_s_per_byte
+        charged = (forward + per_layer, backward + per_layer)
+        for array in charged:
+            array.setflags(write=False)
+        # the originals stay referenced so that their ids stay theirs while cached
+        cache[key] = (*charged, forward, backward)
+    fwd, bwd, _f, _b = cache[key]
+    return fwd, bwd
+
+
+def ring_edge_rate(wall_s_per_byte: float) -> float:
+    """Payload bytes/s that a capped worker's CPU allows on each of its ring edges (one chunk
+    out and one in per step); ``math.inf`` when nothing is charged."""
+    return math.inf if wall_s_per_byte <= 0 else 1.0 / (2.0 * wall_s_per_byte)
+
+
+def ps_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float, moved_bytes: float) -> str:
+    """What the cap costs each worker of a PS group per iteration, for the notes."""
+    cpu = moved_bytes * comm_cpu_s_per_byte
+    return (f"{name}: communication CPU {cpu * 1e3:.3g} ms per iteration "
+            f"({moved_bytes / 1e6:.3g} MB over the NIC × {comm_cpu_s_per_byte:.3g} s/byte) on "
+            f"a {cpu_cap:g}-core cap: {cpu / cpu_cap * 1e3:.3g} ms more compute per worker")
+
+
+def ring_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float) -> str:
+    """The rate a capped group's CPU allows each ring edge, for the notes."""
+    rate = ring_edge_rate(comm_cpu_s_per_byte / cpu_cap)
+    return (f"{name}: communication CPU ({comm_cpu_s_per_byte:.3g} s/byte) on a {cpu_cap:g}-core "
+            f"cap moves at most {rate / 1e6:.3g} MB/s per ring edge")
