@@ -43,3 +43,11 @@ def test_a_probe_limited_by_its_peers_is_not_taken_as_the_links_rate() -> None:
     assert out.ps_up() == pytest.approx(1e9 * cluster.goodput)
     assert out.ps_down() == pytest.approx(1e9 * cluster.goodput)
     assert out.worker_up(out.workers[0]) == 95e6
+
+
+def test_worker_overrides_set_a_cap_and_its_communication_cpu() -> None:
+    cluster = Cluster.from_dict({"bandwidth": 100e6, "workers": 2, "ps": 1})
+    out = with_worker_overrides(cluster, {1: {"speed": 0.5, "cpu_cap": 0.5,
+                                              "comm_cpu_s_per_byte": 1e-9}})
+    assert [(g.speed, g.cpu_cap, g.comm_cpu_s_per_byte) for g in out.workers] == [
+        (1.0, None, 0.0), (0.5, 0.5, 1e-9)]

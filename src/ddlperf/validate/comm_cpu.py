@@ -1,114 +1,63 @@
-"""In-session calibration of communication CPU: host CPU seconds per byte sent or received.
+"""In-session calibration of communication CPU: a worker's host CPU seconds per byte it sends
+or receives.
 
-Two emulated hosts (namespaces and shaped links as the run has them) move the workload's
-gradient tensors with gloo's ``isend``/``irecv``, as a PS worker pushes and a shard receives;
-each side reads its process CPU clock (every thread: the caller's kernel send path, gloo's
-threads) around the rounds. On veth the receiver's network stack runs in the sender's softirq,
-so which side pays is this machine's business; what counts is the sum, and one figure serves
-both directions: ``comm_cpu_s_per_byte = (sender CPU + receiver CPU) / (2 × bytes)``. The
-workload's own tensor sizes fold the per-message cost in. A prediction charges it to a
-CPU-capped worker (:mod:`ddlperf.host_cpu`).
+What is timed is the communication path a PS worker of the run has, with nothing else on it:
+the measurement's own PS trainer, one worker and one shard on two emulated hosts (namespaces and
+shaped links as the run has them), exchanging the workload's gradient tensors with emulated
+compute of a microsecond. Per iteration the worker's process CPU clock (every thread: the
+compute thread's ``isend`` calls and kernel send path, the receives, installing the pulled
+parameters, gloo's threads) is read at phase boundaries (:class:`~ddlperf.measure.
+trainer_common.CpuClock`); the figure is its median over the steady iterations divided by the
+bytes the worker pushed and pulled: ``comm_cpu_s_per_byte``. The workload's own tensor sizes
+fold the per-message cost in. A prediction charges it to a CPU-capped worker
+(:mod:`ddlperf.host_cpu`).
 
-``python -m ddlperf.validate comm-cpu RANK MASTER_IP PORT SIZES_JSON ROUNDS`` is one side.
+A bare gloo transfer of the same tensors (``isend``/``irecv`` loops, both processes' CPU
+clocks) reads only about a third of it on this machine (0.9–1.1 ns per byte against the
+trainer's figure): a worker's communication is more than its socket calls.
 """
 
 from __future__ import annotations
 
-import datetime
-import json
-import os
-import subprocess
-import sys
+import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from ddlperf.measure import cpu_precedence
+from ddlperf.workload import Workload
 
-PORT = 29533
-WARM_ROUNDS = 1
+PHASES = ("before", "step", "exchange")
 
 
-def calibrate_comm_cpu(tensor_bytes: list[int], bandwidth_bps: float, rounds: int = 4,
-                       timeout: float = 180.0) -> dict[str, Any]:
-    """Time ``rounds`` transfers of the tensors between two emulated hosts whose links run at
-    ``bandwidth_bps``; see the module doc."""
-    from ddlperf.measure.emulated import EmulatedCluster
-    from ddlperf.measure.hosts import HostSpec
+def calibrate_comm_cpu(workload: Workload, bandwidth_bps: float, iterations: int = 8,
+                       warmup: int = 2, timeout: float = 120.0) -> dict[str, Any]:
+    """Run the PS trainer's exchange of ``workload``'s tensors (one worker, one shard, links at
+    ``bandwidth_bps``, no compute) and read the worker's CPU per byte; see the module doc."""
+    from ddlperf.cluster import Cluster
+    from ddlperf.measure.records import read_records
+    from ddlperf.measure.run import measure
+    from ddlperf.strategy import Strategy
 
-    hosts = [HostSpec("a", bandwidth_bps, bandwidth_bps), HostSpec("b", bandwidth_bps,
-                                                                   bandwidth_bps)]
-    with tempfile.TemporaryDirectory(prefix="ddlperf-comm-cpu-") as tmp, \
-            EmulatedCluster(hosts) as net:
-        sizes = Path(tmp) / "sizes.json"
-        sizes.write_text(json.dumps([int(b) for b in tensor_bytes]))
-        env = {**os.environ, "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1",
-               "MKL_NUM_THREADS": "1"}
-        procs = []
-        try:
-            for rank, host in enumerate(("a", "b")):
-                argv = [sys.executable, "-m", "ddlperf.validate", "comm-cpu", str(rank),
-                        net.ip("a"), str(PORT), str(sizes), str(rounds)]
-                procs.append(net.popen(host, argv, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, env=env,
-                                       start_new_session=True))
-                cpu_precedence.claim(procs[-1].pid)
-            sides = []
-            for proc in procs:
-                stdout, stderr = proc.communicate(timeout=timeout)
-                if proc.returncode != 0:
-                    tail = (stderr.strip().splitlines() or ["no output"])[-1]
-                    raise RuntimeError(f"calibrating communication CPU failed: {tail}")
-                sides.append(json.loads(stdout.strip().splitlines()[-1]))
-        finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-    sender, receiver = sides
-    moved = float(sender["bytes"])
+    quiet = workload.scaled(1e-6)  # ~no compute (zero would leave nothing to rate)
+    cluster = Cluster.from_dict({"workers": 1, "ps": 1, "bandwidth": bandwidth_bps})
+    with tempfile.TemporaryDirectory(prefix="ddlperf-comm-cpu-") as tmp:
+        measure(workload=quiet, cluster=cluster, strategy=Strategy(arch="ps", sync="bsp"),
+                compute="emulated", iterations=iterations, warmup=warmup, out=Path(tmp),
+                timeout=timeout, probe=False)
+        records, _ = read_records(Path(tmp) / "records.jsonl")
+    steady = [r for r in records if r.get("type") == "iteration" and r.get("name") == "w0"
+              and r["iteration"] >= warmup]
+    if not steady or any(f"{p}_process_cpu_s" not in r for r in steady for p in PHASES):
+        raise RuntimeError("calibrating communication CPU: the worker recorded no CPU clock")
+    cpu = [sum(r[f"{p}_process_cpu_s"] for p in PHASES) for r in steady]
+    moved = float(steady[0]["payload_sent_bytes"] + steady[0]["payload_received_bytes"])
+    per_iteration = statistics.median(cpu)
     return {
-        "comm_cpu_s_per_byte": (sender["process_cpu_s"] + receiver["process_cpu_s"])
-        / (2.0 * moved),
-        "bytes": moved, "tensors": len(tensor_bytes), "rounds": rounds,
-        "bandwidth_bps": bandwidth_bps, "sender": sender, "receiver": receiver,
-        "how": "gloo isend/irecv of the workload's gradient tensors between two emulated "
-               "hosts; (sender + receiver process CPU seconds) / (2 × bytes)",
+        "comm_cpu_s_per_byte": per_iteration / moved,
+        "cpu_s_per_iteration": per_iteration, "bytes_per_iteration": moved,
+        "iterations": len(steady), "tensors": len(workload.gradient_tensors),
+        "bandwidth_bps": bandwidth_bps,
+        "how": "the PS trainer's exchange of the workload's tensors (1 worker, 1 shard, two "
+               "emulated hosts, ~no compute): the worker's median process CPU seconds per "
+               "iteration / bytes pushed and pulled",
     }
-
-
-def comm_cpu_main(argv: list[str]) -> None:
-    """One side of the transfer: rank 0 sends, rank 1 receives; prints its CPU (JSON)."""
-    import torch
-    import torch.distributed as dist
-
-    rank, master, port, sizes_path, rounds = (int(argv[0]), argv[1], int(argv[2]), argv[3],
-                                              int(argv[4]))
-    torch.set_num_threads(1)
-    sizes = json.loads(Path(sizes_path).read_text())
-    tensors = [torch.zeros(max(1, n // 4)) for n in sizes]
-    dist.init_process_group("gloo", init_method=f"tcp://{master}:{port}", rank=rank,
-                            world_size=2, timeout=datetime.timedelta(seconds=120))
-
-    def one_round() -> None:
-        if rank == 0:
-            works = [dist.isend(t, dst=1, tag=j) for j, t in enumerate(tensors)]
-        else:
-            works = [dist.irecv(t, src=0, tag=j) for j, t in enumerate(tensors)]
-        for work in works:
-            work.wait()
-
-    for _ in range(WARM_ROUNDS):
-        one_round()
-    dist.barrier()
-    cpu0, thread0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
-    for _ in range(rounds):
-        one_round()
-    cpu, thread, wall = (time.process_time() - cpu0, time.thread_time() - thread0,
-                         time.perf_counter() - wall0)
-    dist.barrier()
-    dist.destroy_process_group()
-    moved = sum(4 * t.numel() for t in tensors) * rounds
-    print(json.dumps({"rank": rank, "bytes": moved, "process_cpu_s": cpu,
-                      "thread_cpu_s": thread, "wall_s": wall}), flush=True)

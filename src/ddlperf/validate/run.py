@@ -105,7 +105,7 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
         say("timing communication CPU (gloo between two emulated hosts)")
         t0 = time.monotonic()
         first = min(int(h[1:]) for h in speeds)
-        comm = calibrate_comm_cpu([int(t.bytes) for t in workload.gradient_tensors],
+        comm = calibrate_comm_cpu(workload,
                                   worker_up_bps(cluster, first))
         durations["comm_cpu_timing_s"] = time.monotonic() - t0
         inputs["comm_cpu_s_per_byte"] = {

@@ -1,0 +1,21 @@
+"""In-session calibration of communication CPU per byte: the PS trainer's exchange between
+two emulated hosts, read from the worker's CPU clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddlperf.validate.comm_cpu import calibrate_comm_cpu
+from tests.conftest import make_workload
+
+
+@pytest.mark.root
+def test_the_trainers_exchange_yields_cpu_seconds_per_byte():
+    # 3 tensors, 1.4 MB: each iteration the worker pushes and pulls them all
+    workload = make_workload([(0.01, 0.02, [400_000, 4_000]), (0.01, 0.02, [1_000_000])])
+    out = calibrate_comm_cpu(workload, 200e6, iterations=4, warmup=1)
+    assert out["bytes_per_iteration"] == 2 * 1_404_000
+    assert out["iterations"] == 4 and out["tensors"] == 3
+    assert out["comm_cpu_s_per_byte"] == pytest.approx(
+        out["cpu_s_per_iteration"] / out["bytes_per_iteration"])
+    assert out["comm_cpu_s_per_byte"] > 0
