@@ -102,11 +102,10 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
         speeds = quota_speeds(plan)
         durations["quota_timing_s"] = time.monotonic() - t0
         inputs["quota"] = speeds
-        say("timing communication CPU (gloo between two emulated hosts)")
+        say("timing communication CPU (the PS trainer, 1 worker + 1 shard)")
         t0 = time.monotonic()
         first = min(int(h[1:]) for h in speeds)
-        comm = calibrate_comm_cpu(workload,
-                                  worker_up_bps(cluster, first))
+        comm = calibrate_comm_cpu(workload, worker_up_bps(cluster, first), plan.compute)
         durations["comm_cpu_timing_s"] = time.monotonic() - t0
         inputs["comm_cpu_s_per_byte"] = {
             "value": comm["comm_cpu_s_per_byte"],
