@@ -324,12 +324,13 @@ METHOD_TEXT = """\
    quota'd step runs on alone for half its time, as in the run); with ASP the copy runs
    freely. It matters: a quota'd step timed alone on an idle machine was 20–30% slower than
    beside a busy copy (the throttled process leaves its vCPU idle). The quota'd host also pays
-   its communication CPU from its quota (its kernel send path runs on the compute thread,
-   gloo's threads share the cgroup): the quota becomes the worker's `cpu_cap` and this
-   machine's CPU per byte its `comm_cpu_s_per_byte`, timed in the same session by a gloo
-   transfer of the model's tensors between two emulated hosts (both processes' CPU clocks;
-   one figure for both directions, as on veth the receiver's stack runs in the sender's
-   softirq). The predictors charge a capped worker `s/byte / cap` wall seconds per byte over
+   its communication CPU from its quota (the PS worker sends from its compute thread, gloo's
+   threads share the cgroup): the quota becomes the worker's `cpu_cap` and this machine's CPU
+   per byte its `comm_cpu_s_per_byte`, timed in the same session with the PS trainer itself
+   (one worker and one shard on two emulated hosts, the model computing as in the run): the
+   worker's process CPU per iteration minus the model's step alone (the single-worker
+   baseline), per byte pushed and pulled — communicating and what it does to the compute
+   beside it. The predictors charge a capped worker `s/byte / cap` wall seconds per byte over
    its NIC: on the PS each layer's pushes and pulls lengthen its backward and forward (the
    step is never shorter than (compute CPU + communication CPU) / cap); in a ring the CPU is a
    link of `cap / (2 × s/byte)` per edge, which binds only when slower than the network (DDP

@@ -14,9 +14,10 @@ For every scenario of a YAML matrix (see :class:`MatrixFile`):
    cgroup with that quota while an unrestricted copy runs beside it (two computing processes,
    as in the run); ``speed = free step / quota'd step`` goes into the prediction's cluster,
    with the quota as the worker's ``cpu_cap`` and this machine's communication CPU per byte
-   (:mod:`~ddlperf.validate.comm_cpu`: a gloo transfer of the workload's tensors between two
-   emulated hosts, timed on the processes' CPU clocks) as its ``comm_cpu_s_per_byte``: a
-   quota'd host pays its communication from its quota (:mod:`ddlperf.host_cpu`).
+   (:mod:`~ddlperf.validate.comm_cpu`: the PS trainer with one worker and one shard on two
+   emulated hosts, its CPU clocks against the model's step alone) as its
+   ``comm_cpu_s_per_byte``: a quota'd host pays its communication from its quota
+   (:mod:`ddlperf.host_cpu`).
 3. **the PS processor.** The PS shards of the measurement are CPU processes (SGD with momentum).
    Their cost per gradient byte is measured here once per session (the same optimizer step on
    one thread) and given to the predictors as ``ps.update_s_per_byte``, unless the scenario's
