@@ -43,6 +43,12 @@ def test_no_effect_unless_capped_and_charged(arch, method, slow):
     assert iteration(arch, slow, method) == iteration(arch, {}, method)
 
 
+def test_uncharged_clusters_write_nothing_new():
+    # a cluster's dict (inputs echoed, validate's fingerprints) is what it was before the fields
+    data = cluster("ps", {}).to_dict()
+    assert all("cpu_cap" not in g and "comm_cpu_s_per_byte" not in g for g in data["workers"])
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_capped_ps_worker_computes_longer_by_its_bytes_cpu(method):
     # compute-bound BSP: the capped worker pushes and pulls 4 MB each, 8 MB × 1e-8 s/byte =

@@ -66,8 +66,8 @@ class _Hosts(BaseModel):
     cpu_cap: float | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="cores one worker's processes may use (a CPU quota); None: uncapped")
-    comm_cpu_s_per_byte: float = Field(
-        default=0.0, ge=0, allow_inf_nan=False,
+    comm_cpu_s_per_byte: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False,
         description="host CPU seconds per byte a worker sends or receives over its NIC; "
                     "charged only under cpu_cap (ddlperf.host_cpu)")
 
@@ -77,7 +77,7 @@ class _Hosts(BaseModel):
     def comm_cpu_wall_s_per_byte(self) -> float:
         """Wall seconds per byte sent or received that the cap costs the worker's compute
         (0 when uncapped: its communication CPU runs on other cores)."""
-        if self.cpu_cap is None:
+        if self.cpu_cap is None or not self.comm_cpu_s_per_byte:
             return 0.0
         return self.comm_cpu_s_per_byte / self.cpu_cap
 

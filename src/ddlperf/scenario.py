@@ -428,7 +428,8 @@ def _charge_comm_cpu(workload: Workload, strategy: Strategy, segment: Segment,
     """A capped group's communication CPU (:mod:`ddlperf.host_cpu`): on the PS, each layer's
     pushes and pulls over the NIC lengthen its backward and forward; rings take it as a link."""
     group = segment.group.source
-    assert group.cpu_cap is not None
+    cap, per_byte = group.cpu_cap, group.comm_cpu_s_per_byte
+    assert cap is not None and per_byte is not None
     _names, sizes, layers, _order = _tensor_arrays(workload)
     gpus = segment.group.gpus
     if strategy.arch == "ps":
@@ -436,8 +437,7 @@ def _charge_comm_cpu(workload: Workload, strategy: Strategy, segment: Segment,
         fwd, bwd = host_cpu.ps_charged_compute(
             workload, fwd, bwd, layers, sizes, group.comm_cpu_wall_s_per_byte * share)
         moved = 2.0 * float(sizes.sum()) * share
-        notes.append(host_cpu.ps_note(group.name, group.cpu_cap, group.comm_cpu_s_per_byte,
-                                      moved))
+        notes.append(host_cpu.ps_note(group.name, cap, per_byte, moved))
     else:
-        notes.append(host_cpu.ring_note(group.name, group.cpu_cap, group.comm_cpu_s_per_byte))
+        notes.append(host_cpu.ring_note(group.name, cap, per_byte))
     return fwd, bwd

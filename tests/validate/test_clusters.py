@@ -50,4 +50,4 @@ def test_worker_overrides_set_a_cap_and_its_communication_cpu() -> None:
     out = with_worker_overrides(cluster, {1: {"speed": 0.5, "cpu_cap": 0.5,
                                               "comm_cpu_s_per_byte": 1e-9}})
     assert [(g.speed, g.cpu_cap, g.comm_cpu_s_per_byte) for g in out.workers] == [
-        (1.0, None, 0.0), (0.5, 0.5, 1e-9)]
+        (1.0, None, None), (0.5, 0.5, 1e-9)]
