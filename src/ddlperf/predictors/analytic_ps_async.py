@@ -58,7 +58,8 @@ def _ps_queueing(sc: Scenario
     transfer at the worker's own rate, so a flow slows only once the flows present need more
     than the shard's rate (:func:`~ddlperf.predictors.queueing.mva`). Without it a 600 Mbit
     shard fed by three 200 Mbit workers queued them as one 600 Mbit server (+8.5% against the
-    simulator, which finds no contention). Workers that share a server's NIC keep no floor.
+    simulator, which finds no contention). On a server a GPU's own rate is its share of the
+    NIC, as in its alone cycle.
     """
     alpha = sc.latency_s
     shard_bytes = sc.placement.sum(axis=0)
@@ -75,8 +76,9 @@ def _ps_queueing(sc: Scenario
             else:
                 rate = shard.down if part == "downlink" else shard.up
                 d = shard_bytes[k] * remote / rate
-                own = np.array([(g.up if part == "downlink" else g.down) if g.gpus == 1
-                                else np.inf for g in sc.groups])
+                # a GPU's own rate: its share of its server's NIC (``GroupPlan.up``), the
+                # rate its alone cycle (the think time) was priced at
+                own = np.array([g.up if part == "downlink" else g.down for g in sc.groups])
                 low = shard_bytes[k] * remote / own
             if best is None or float(d.max()) > float(best[1].max()):
                 best = (f"{shard.name} {part}", d, low)
