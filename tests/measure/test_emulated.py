@@ -323,3 +323,20 @@ def test_cli_up_status_down_and_orphan_cleanup():
         emulated.remove_run(kept)
         emulated.remove_run(orphan)
     assert leftovers(kept) == [] and leftovers(orphan) == []
+
+
+def test_a_process_that_ignores_sigint_keeps_ignoring_it_while_a_cluster_is_up():
+    # a shell's background job starts with SIGINT ignored; a Ctrl-C meant for the foreground
+    # must not tear its network down and leave its run to fail on a missing namespace
+    cluster = EmulatedCluster([HostSpec("a", 100 * MBPS, 100 * MBPS)])
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        cluster._install_signals()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) == cluster._on_signal  # still cleaned up on it
+        cluster._restore_signals()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

@@ -452,6 +452,11 @@ class EmulatedCluster:
         if threading.current_thread() is not threading.main_thread():
             return  # signals only reach the main thread; atexit/`cluster down` still clean up
         for sig in _SIGNALS:
+            # a process started with the signal ignored (a shell's background job ignores
+            # SIGINT) keeps ignoring it: tearing the network down and going on would leave the
+            # run to fail on a missing namespace
+            if signal.getsignal(sig) == signal.SIG_IGN:
+                continue
             self._prev_handlers[sig] = signal.signal(sig, self._on_signal)
 
     def _restore_signals(self) -> None:
