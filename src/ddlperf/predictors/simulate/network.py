@@ -27,19 +27,21 @@ Units: bytes and bytes per second (goodput, already applied by the caller), seco
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from heapq import heappop, heappush
 from math import inf, isfinite
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from ddlperf.predictors.simulate.clocks import SATURATED as _SATURATED
+from ddlperf.predictors.simulate.clocks import TIE as _TIE
+from ddlperf.predictors.simulate.clocks import apply_levels, quick_end, quick_start
 from ddlperf.predictors.simulate.engine import Engine, Handle
 
 FlowObserver = Callable[["Flow", float, float], None]
 #: ``follow(flow) -> (size, tag) | None``: the next message of a back-to-back connection
 FollowHook = Callable[["Flow"], "tuple[float, Any] | None"]
 
-_TIE = 1e-12  # links whose fair level is within this relative distance of the minimum tie
-_SATURATED = 1e-9  # a link with less than this fraction of its capacity left is saturated
 
 
 def _positive(name: str, value: float) -> float:
@@ -64,19 +66,26 @@ class Link:
         "_bn",
         "_busy_acc",
         "_busy_since",
+        "_bw",
+        "_clock_event",
         "_engine",
+        "_heap",
         "_load",
         "_n",
         "_rem",
         "_sat_acc",
         "_sat_since",
+        "_seen",
         "_total",
+        "_v",
+        "_vt",
         "_w",
         "bytes",
         "capacity",
         "copies",
         "flows",
         "index",
+        "level",
         "name",
     )
 
@@ -102,6 +111,17 @@ class Link:
         self._rem = 0.0  # scratch for progressive filling: capacity left (all copies)
         self._w = 0.0  # scratch: weight of the flows not yet frozen
         self._n = 0  # scratch: number of flows not yet frozen
+        # Virtual clock (local mode, see Network): the flows bottlenecked here all run at
+        # ``level`` bytes/s per sub-flow; ``_v`` is the bytes per sub-flow such a flow has sent
+        # since the clock's origin, as of time ``_vt``; ``_heap`` holds their finish tags
+        # ``[bytes, seq, flow]`` (flow None: stale) and ``_clock_event`` fires at the first.
+        self.level = 0.0
+        self._bw = 0.0  # weight of the flows bottlenecked here (local mode)
+        self._seen = 0  # scratch stamp of the quick settlement (see clocks.py)
+        self._v = 0.0
+        self._vt = 0.0
+        self._heap: list[list[Any]] = []
+        self._clock_event: Handle | None = None
 
     @property
     def busy_time(self) -> float:
@@ -141,6 +161,7 @@ class Flow:
 
     __slots__ = (
         "_bn",
+        "_entry",
         "_event",
         "_last",
         "_loc",
@@ -183,6 +204,7 @@ class Flow:
         self.submit_time = self.start_time = self.end_time = float("nan")
         self._last = 0.0
         self._event: Handle | None = None
+        self._entry: list[Any] | None = None  # local mode: its finish tag in ``_bn._heap``
         self._mark = 0  # reallocation stamp (frozen in the current round)
         self._loc = 0  # reallocation stamp (its rate is being recomputed)
         self._new = 0.0  # scratch: rate from the current reallocation
@@ -205,8 +227,10 @@ class Network:
     def __init__(self, engine: Engine, observer: FlowObserver | None = None,
                  local: bool = False) -> None:
         self.engine = engine
-        #: try the local reallocation first (see :meth:`_reallocate`); off: always the whole
-        #: component, which keeps bit-identical ties between identical flows in noiseless runs
+        #: local mode: try the local reallocation first (see :meth:`_reallocate`) and time
+        #: completions by one virtual clock per bottleneck link (see :meth:`_apply_clocked`);
+        #: off: always the whole component and one event per flow, which keeps bit-identical
+        #: ties between identical flows in noiseless runs
         self.local = local
         self.links: list[Link] = []
         #: called as ``observer(flow, start_time, end_time)`` when a flow completes
@@ -219,6 +243,11 @@ class Network:
         self._realloc_pending = False
         self._stamp = 0
         self._mark = 0
+        self._tags = 0  # finish tags handed out (their tie-breaking order)
+        #: local mode: flows started (None) or ended (their last bottleneck) since the last
+        #: reallocation; one alone may be settled by moving one link's level (clocks.py)
+        self._changes: list[tuple[Flow, Link | None]] = []
+        self.quick = 0  # reallocations settled that way
 
     # -- topology -------------------------------------------------------------------------------
 
@@ -294,6 +323,8 @@ class Network:
                 link._busy_since = now
             link.flows[flow] = None
             dirty[link] = None
+        if self.local:
+            self._changes.append((flow, None))
         if not self._realloc_pending:
             self._realloc_pending = True
             self.engine.schedule(0.0, self._reallocate)
@@ -305,11 +336,15 @@ class Network:
                 self._continue(flow, *nxt)
                 return
         now = self.engine.now
-        flow._event = None
+        flow._event = flow._entry = None
         flow.remaining = 0.0
         used = flow.weight * flow.rate
         flow.rate = 0.0
         flow.end_time = now
+        if self.local:
+            self._changes.append((flow, flow._bn))
+            if flow._bn is not None:
+                flow._bn._bw -= flow.weight
         if flow._bn is not None:
             del flow._bn._bn[flow]
             flow._bn = None
@@ -348,7 +383,49 @@ class Network:
         flow.size = flow.remaining = size
         flow.tag = tag
         flow.submit_time = flow.start_time = flow._last = now
-        flow._event = self.engine.post(now + size / flow.rate, self._complete, flow)
+        if self.local:  # the next message ends when the link's clock has moved ``size`` more
+            self._tags = seq = self._tags + 1
+            entry = [flow._entry[0] + size, seq, flow]  # type: ignore[index]
+            heappush(flow._bn._heap, entry)  # type: ignore[union-attr]
+            flow._entry = entry
+        else:
+            flow._event = self.engine.post(now + size / flow.rate, self._complete, flow)
+
+    # -- virtual clocks (local mode) ------------------------------------------------------------
+
+    def _finish(self, link: Link) -> None:
+        """Clock event of ``link``: the flow with the smallest finish tag has sent everything."""
+        link._clock_event = None
+        heap = link._heap
+        entry = heappop(heap)
+        while entry[2] is None:
+            entry = heappop(heap)
+        link._v = entry[0]  # exactly: that flow has nothing left
+        link._vt = self.engine.now
+        self._complete(entry[2])
+        self._wake(link)
+
+    def _wake(self, link: Link) -> None:
+        """Schedule ``link``'s clock event at its first finish tag (none is pending)."""
+        heap = link._heap
+        while heap and heap[0][2] is None:
+            heappop(heap)
+        if heap:
+            engine = self.engine
+            now = engine.now
+            level = link.level
+            left = heap[0][0] - link._v - level * (now - link._vt)
+            link._clock_event = engine.post(now + left / level if left > 0.0 else now,
+                                            self._finish, link)
+
+    def _left(self, flow: Flow, now: float) -> float:
+        """Bytes per sub-flow ``flow`` has still to send at ``now`` (local mode)."""
+        entry = flow._entry
+        if entry is None:
+            return flow.remaining  # not allocated yet
+        link = flow._bn
+        left = entry[0] - link._v - link.level * (now - link._vt)  # type: ignore[union-attr]
+        return left if left > 0.0 else 0.0
 
     # -- allocation -----------------------------------------------------------------------------
 
@@ -365,6 +442,15 @@ class Network:
         """
         self._realloc_pending = False
         self.reallocations += 1
+        if self.local:
+            changes = self._changes
+            self._changes = []
+            if len(changes) == 1:
+                flow, link = changes[0]
+                if quick_start(self, flow) if link is None else quick_end(self, flow, link):
+                    self._dirty = {}
+                    self.quick += 1
+                    return
         seeds = self._dirty
         self._dirty = {}
         self._stamp = stamp = self._stamp + 1
@@ -506,6 +592,9 @@ class Network:
             elif link._sat_since is not None:
                 link._sat_acc += now - link._sat_since
                 link._sat_since = None
+        if self.local:
+            apply_levels(self, flows, links, now)
+            return
         cancel = engine.cancel
         at = engine.post
         complete = self._complete
@@ -534,6 +623,8 @@ class Network:
     def delivered(self, link: Link) -> float:
         """Bytes over ``link`` (all copies) so far: completed flows plus progress of active ones."""
         now = self.engine.now
+        if self.local:
+            return link.bytes + sum(f.weight * (f.size - self._left(f, now)) for f in link.flows)
         return link.bytes + sum(
             f.weight * (f.size - f.remaining + f.rate * (now - f._last)) for f in link.flows
         )
@@ -554,6 +645,8 @@ class Network:
         """Bytes per sub-flow delivered so far (for progress queries mid-flight)."""
         if flow.end_time == flow.end_time:
             return flow.size
+        if self.local:
+            return flow.size - self._left(flow, self.engine.now)
         return flow.size - flow.remaining + flow.rate * (self.engine.now - flow._last)
 
 

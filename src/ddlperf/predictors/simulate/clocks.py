@@ -1,0 +1,212 @@
+"""Local mode of the flow network: rates as levels of per-link virtual clocks, and one-link
+settlements of a single change.
+
+Why (issue 14): in a noisy PS run a connection that starts or stops on a shard's link changes
+the rate of every flow limited there (20–60 of them). Recomputing those flows one by one and
+moving one completion event per flow cost half of the run. Here:
+
+* **Virtual clocks.** The flows limited by the same link ("its bottleneck flows") all run at
+  its fair level, so they send in step: a flow's finish tag is the reading of the link's
+  clock (bytes per sub-flow sent at the level since the clock's origin) at which it is done,
+  and the link has one event, at its smallest tag (processor-sharing virtual time). A level
+  change moves that one event; a flow's bytes left are its tag minus the clock.
+* **One-link settlements.** A single flow that starts or ends usually changes only the level
+  of one link (a shard's link: its bottleneck flows share what the others leave). When the
+  conditions of :func:`quick_start` / :func:`quick_end` hold, that level *is* the max-min
+  allocation (unique), so it is set without a fill; otherwise nothing is touched and
+  :class:`~.network.Network` runs its local fill and check as before.
+
+Only runs with noise use this mode: the clock arithmetic rounds differently from per-flow
+bookkeeping, and noiseless runs keep bit-identical ties between identical workers.
+"""
+
+from __future__ import annotations
+
+from heapq import heappush
+from math import inf
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ddlperf.predictors.simulate.network import Flow, Link, Network
+
+TIE = 1e-12  # links whose fair level is within this relative distance of the minimum tie
+SATURATED = 1e-9  # a link with less than this fraction of its capacity left is saturated
+
+
+def apply_levels(net: Network, flows: dict[Flow, None], links: dict[Link, None],
+                 now: float) -> None:
+    """New rates from a fill (``flow._new``, ``flow._nb``) as levels of the bottleneck links'
+    clocks; a flow whose bottleneck moves takes its bytes left from the old clock to the new.
+    Every flow's ``rate`` stays its bottleneck's level."""
+    for link in links:  # clocks to ``now`` at the old levels
+        link._v += link.level * (now - link._vt)
+        link._vt = now
+    changed: dict[Link, None] = {}
+    for flow in flows:
+        link = flow._nb
+        old = flow._bn
+        if link is not old:
+            if old is None:
+                left = flow.remaining  # newly active
+            else:
+                del old._bn[flow]
+                old._bw -= flow.weight
+                entry = flow._entry
+                left = entry[0] - old._v  # type: ignore[index]
+                if left < 0.0:
+                    left = 0.0
+                entry[2] = None  # type: ignore[index]
+                changed[old] = None
+            link._bn[flow] = None  # type: ignore[union-attr]
+            link._bw += flow.weight  # type: ignore[union-attr]
+            flow._bn = link
+            _tag(net, link, flow, left)  # type: ignore[arg-type]
+            changed[link] = None  # type: ignore[index]
+        if link.level != flow._new:  # type: ignore[union-attr]
+            link.level = flow._new  # type: ignore[union-attr]
+            changed[link] = None  # type: ignore[index]
+    for link in changed:
+        level = link.level
+        for flow in link._bn:
+            flow.rate = level
+        _rewake(net, link)
+
+
+def quick_start(net: Network, flow: Flow) -> bool:
+    """Settle one new flow by one link's level, if that is the max-min allocation.
+
+    The flow joins the bottleneck flows of one link L, which all move to L's new fair level;
+    nothing else changes. That is max-min fair (every flow limited by a saturated link on
+    which no flow is faster) when: the flow's other links take its rate and limit nobody; no
+    flow on L outside its bottleneck set is faster than the new level; and the other links of
+    L's bottleneck flows limit nobody (the capacity those flows give up there would otherwise
+    go to someone). Else False, and nothing changed.
+    """
+    w = flow.weight
+    links = flow.links
+    limit: Link | None = None
+    for link in links:
+        if link._bn:
+            if limit is not None:
+                return False
+            limit = link
+    if limit is None:
+        level = inf
+        for link in links:
+            free = (link._total - link._load) / w
+            if free < level:
+                level = free
+                limit = link
+        if not level > 0.0:
+            return False
+        weight = 0.0
+    else:
+        weight = limit._bw
+        level = (limit._total - limit._load + weight * limit.level) / (weight + w)
+    need = w * level * (1.0 + TIE)
+    for link in links:
+        if link is not limit and link._total - link._load < need:
+            return False
+    top = level * (1.0 + TIE)
+    for other in limit.flows:  # type: ignore[union-attr]
+        if other._bn is limit:
+            for link in other.links:
+                if link._bn and link is not limit:
+                    return False
+        elif other.rate > top and other is not flow:
+            return False
+    now = net.engine.now
+    limit._v += limit.level * (now - limit._vt)  # type: ignore[union-attr]
+    limit._vt = now  # type: ignore[union-attr]
+    drop = limit.level - level  # type: ignore[union-attr]
+    for other in limit._bn:  # type: ignore[union-attr]
+        other.rate = level
+        used = other.weight * drop
+        for link in other.links:
+            if link is not limit:
+                link._load -= used
+                if link._sat_since is not None:
+                    saturation(link, now)
+    limit.level = level  # type: ignore[union-attr]
+    limit._load += w * level - weight * drop  # type: ignore[union-attr]
+    limit._bn[flow] = None  # type: ignore[union-attr]
+    limit._bw += w  # type: ignore[union-attr]
+    flow._bn = limit
+    flow.rate = level
+    _tag(net, limit, flow, flow.remaining)  # type: ignore[arg-type]
+    used = w * level
+    for link in links:
+        if link is not limit:
+            link._load += used
+        saturation(link, now)
+    _rewake(net, limit)  # type: ignore[arg-type]
+    return True
+
+
+def quick_end(net: Network, flow: Flow, limit: Link) -> bool:
+    """Settle one ended flow by raising its bottleneck ``limit``'s level, if that is the
+    max-min allocation: the flow's other links limit nobody (the capacity it gave up there
+    would go to someone), and the other links of ``limit``'s bottleneck flows limit nobody and
+    take their higher rate. Else False, and nothing changed (see :func:`quick_start`)."""
+    for link in flow.links:
+        if link._bn and link is not limit:
+            return False
+    now = net.engine.now
+    block = limit._bn
+    if block:
+        rise = (limit._total - limit._load) / limit._bw
+        net._mark = mark = net._mark + 1
+        for other in block:
+            used = other.weight * rise
+            for link in other.links:
+                if link is not limit:
+                    if link._bn:
+                        return False
+                    if link._seen != mark:
+                        link._seen = mark
+                        link._rem = link._total - link._load
+                    link._rem -= used
+                    if link._rem < 0.0:
+                        return False
+        limit._v += limit.level * (now - limit._vt)
+        limit._vt = now
+        limit.level = level = limit.level + rise
+        for other in block:
+            other.rate = level
+            used = other.weight * rise
+            for link in other.links:
+                if link is not limit:
+                    link._load += used
+                    if link._total - link._load <= SATURATED * link._total:
+                        saturation(link, now)
+        limit._load += limit._bw * rise
+        _rewake(net, limit)
+    for link in flow.links:
+        saturation(link, now)
+    return True
+
+
+def saturation(link: Link, now: float) -> None:
+    """Open or close ``link``'s saturated interval after its load changed."""
+    if link.flows and link._total - link._load <= SATURATED * link._total:
+        if link._sat_since is None:
+            link._sat_since = now
+    elif link._sat_since is not None:
+        link._sat_acc += now - link._sat_since
+        link._sat_since = None
+
+
+def _tag(net: Network, link: Link, flow: Flow, left: float) -> None:
+    """Give ``flow`` (now limited by ``link``, whose clock reads ``now``) its finish tag."""
+    net._tags = seq = net._tags + 1
+    entry = [link._v + left, seq, flow]
+    heappush(link._heap, entry)
+    flow._entry = entry
+
+
+def _rewake(net: Network, link: Link) -> None:
+    """Move ``link``'s clock event to its first finish tag at its current level."""
+    if link._clock_event is not None:
+        net.engine.cancel(link._clock_event)
+        link._clock_event = None
+    net._wake(link)
