@@ -245,7 +245,7 @@ class Network:
         self._mark = 0
         self._tags = 0  # finish tags handed out (their tie-breaking order)
         #: local mode: flows started (None) or ended (their last bottleneck) since the last
-        #: reallocation; one alone may be settled by moving one link's level (clocks.py)
+        #: reallocation, in order; each may be settled by moving one link's level (clocks.py)
         self._changes: list[tuple[Flow, Link | None]] = []
         self.quick = 0  # reallocations settled that way
 
@@ -335,6 +335,10 @@ class Network:
             if nxt is not None:
                 self._continue(flow, *nxt)
                 return
+        self._end(flow)
+
+    def _end(self, flow: Flow) -> None:
+        """``flow`` has sent everything and has no next message: take it off its links."""
         now = self.engine.now
         flow._event = flow._entry = None
         flow.remaining = 0.0
@@ -371,6 +375,12 @@ class Network:
 
     def _continue(self, flow: Flow, size: float, tag: Any) -> None:
         """End the current message of a ``follow`` flow and start its next one in place."""
+        size = self._next_message(flow, size, tag)
+        flow._event = self.engine.post(self.engine.now + size / flow.rate, self._complete, flow)
+
+    def _next_message(self, flow: Flow, size: float, tag: Any) -> float:
+        """Account for the message ``flow`` just finished and make it the next one (``size``
+        bytes per sub-flow, returned as a float)."""
         if not (size > 0.0 and size < inf):
             size = _positive("flow size", size)  # raises
         now = self.engine.now
@@ -383,27 +393,36 @@ class Network:
         flow.size = flow.remaining = size
         flow.tag = tag
         flow.submit_time = flow.start_time = flow._last = now
-        if self.local:  # the next message ends when the link's clock has moved ``size`` more
-            self._tags = seq = self._tags + 1
-            entry = [flow._entry[0] + size, seq, flow]  # type: ignore[index]
-            heappush(flow._bn._heap, entry)  # type: ignore[union-attr]
-            flow._entry = entry
-        else:
-            flow._event = self.engine.post(now + size / flow.rate, self._complete, flow)
+        return size
 
     # -- virtual clocks (local mode) ------------------------------------------------------------
 
     def _finish(self, link: Link) -> None:
-        """Clock event of ``link``: the flow with the smallest finish tag has sent everything."""
+        """Clock event of ``link``: the flow with the smallest finish tag has sent everything;
+        its next message (``follow``) ends when the clock has moved that many bytes more."""
         link._clock_event = None
         heap = link._heap
         entry = heappop(heap)
         while entry[2] is None:
             entry = heappop(heap)
-        link._v = entry[0]  # exactly: that flow has nothing left
-        link._vt = self.engine.now
-        self._complete(entry[2])
-        self._wake(link)
+        flow = entry[2]
+        done = link._v = entry[0]  # exactly: that flow has nothing left
+        engine = self.engine
+        link._vt = now = engine.now
+        nxt = None if flow.follow is None else flow.follow(flow)
+        if nxt is None:
+            self._end(flow)
+        else:
+            size = self._next_message(flow, *nxt)
+            self._tags = seq = self._tags + 1
+            flow._entry = entry = [done + size, seq, flow]
+            heappush(heap, entry)
+        while heap and heap[0][2] is None:
+            heappop(heap)
+        if heap:  # the clock reads ``done``
+            left = heap[0][0] - done
+            link._clock_event = engine.post(now + left / link.level if left > 0.0 else now,
+                                            self._finish, link)
 
     def _wake(self, link: Link) -> None:
         """Schedule ``link``'s clock event at its first finish tag (none is pending)."""
@@ -443,14 +462,18 @@ class Network:
         self._realloc_pending = False
         self.reallocations += 1
         if self.local:
+            # One change after another from a max-min state stays one; the first that does
+            # not settle on one link leaves the rest to the local fill (their flows are on
+            # the dirty links, pending as before).
             changes = self._changes
             self._changes = []
-            if len(changes) == 1:
-                flow, link = changes[0]
-                if quick_start(self, flow) if link is None else quick_end(self, flow, link):
-                    self._dirty = {}
-                    self.quick += 1
-                    return
+            for flow, link in changes:
+                if not (quick_start(self, flow) if link is None else quick_end(self, flow, link)):
+                    break
+            else:
+                self._dirty = {}
+                self.quick += 1
+                return
         seeds = self._dirty
         self._dirty = {}
         self._stamp = stamp = self._stamp + 1
