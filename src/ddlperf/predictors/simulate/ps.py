@@ -111,6 +111,7 @@ class PSModel:
         # parts[j] = [(shard, bytes)] of tensor j (gradient order)
         self.parts = [[(int(k), float(placement[j, k])) for k in np.flatnonzero(placement[j] > 0)]
                       for j in range(n_tensors)]
+        self.part_bytes = [dict(parts) for parts in self.parts]  # [j][k]: bytes on shard k
         self.layer_parts = [0] * self.n_layers
         self.layer_tensors: list[list[int]] = [[] for _ in range(self.n_layers)]
         for j in range(n_tensors):
@@ -306,13 +307,14 @@ class PSModel:
             self._update(j, k, u, t)
 
     def _update(self, j: int, k: int, u: int, t: int) -> None:
-        size = self.sc.placement[j, k]
-        duration = float(size) * self.shard_update[k]
+        duration = self.part_bytes[j][k] * self.shard_update[k]
         if duration <= 0.0:
             self._updated(j, k, u, t, 0.0)
             return
-        label = f"update {self.tensor_names[j]}" + (f" (w{self.units[u].first})" if u >= 0 else "")
-        self.shard_proc[k].submit(duration, self._updated, (j, k, u, t, duration), label, t)
+        proc = self.shard_proc[k]
+        label = "" if proc.log is None else (  # trace only: not built for every update
+            f"update {self.tensor_names[j]}" + (f" (w{self.units[u].first})" if u >= 0 else ""))
+        proc.submit(duration, self._updated, (j, k, u, t, duration), label, t)
 
     def _updated(self, j: int, k: int, u: int, t: int, duration: float) -> None:
         now = self.engine.now
@@ -350,7 +352,7 @@ class PSModel:
         if conn is None:  # own host: no network
             self._got(j, u)
             return
-        size = float(self.sc.placement[j, k])
+        size = self.part_bytes[j][k]
         if self.local is not None and self.local.applies[u]:
             size /= self.units[u].group.gpus  # each GPU pulls its slice
         conn.send(size, (j, u, t), self.tensor_names[j], t)
