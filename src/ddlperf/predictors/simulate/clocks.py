@@ -14,7 +14,8 @@ moving one completion event per flow cost half of the run. Here:
   of one link (a shard's link: its bottleneck flows share what the others leave). When the
   conditions of :func:`quick_start` / :func:`quick_end` hold, that level *is* the max-min
   allocation (unique), so it is set without a fill; otherwise nothing is touched and
-  :class:`~.network.Network` runs its local fill and check as before.
+  :class:`~.network.Network` refills the flows on the changed links and checks the result
+  (:func:`local_is_fair`), falling back to the whole component, as before.
 
 Only runs with noise use this mode: the clock arithmetic rounds differently from per-flow
 bookkeeping, and noiseless runs keep bit-identical ties between identical workers.
@@ -22,15 +23,66 @@ bookkeeping, and noiseless runs keep bit-identical ties between identical worker
 
 from __future__ import annotations
 
-from heapq import heappush
+from heapq import heappop, heappush
 from math import inf
 from typing import TYPE_CHECKING
+
+from ddlperf.predictors.simulate.maxmin import SATURATED, TIE
 
 if TYPE_CHECKING:
     from ddlperf.predictors.simulate.network import Flow, Link, Network
 
-TIE = 1e-12  # links whose fair level is within this relative distance of the minimum tie
-SATURATED = 1e-9  # a link with less than this fraction of its capacity left is saturated
+
+def finish(net: Network, link: Link) -> None:
+    """Clock event of ``link``: the flow with the smallest finish tag has sent everything;
+    its next message (``follow``) ends when the clock has moved that many bytes more."""
+    link._clock_event = None
+    heap = link._heap
+    entry = heappop(heap)
+    while entry[2] is None:
+        entry = heappop(heap)
+    flow = entry[2]
+    done = link._v = entry[0]  # exactly: that flow has nothing left
+    engine = net.engine
+    link._vt = now = engine.now
+    nxt = None if flow.follow is None else flow.follow(flow)
+    if nxt is None:
+        net._end(flow)
+    else:
+        size = net._next_message(flow, *nxt)
+        net._tags = seq = net._tags + 1
+        flow._entry = entry = [done + size, seq, flow]
+        heappush(heap, entry)
+    while heap and heap[0][2] is None:
+        heappop(heap)
+    if heap:  # the clock reads ``done``
+        left = heap[0][0] - done
+        link._clock_event = engine.post(now + left / link.level if left > 0.0 else now,
+                                        finish, net, link)
+
+
+def wake(net: Network, link: Link) -> None:
+    """Schedule ``link``'s clock event at its first finish tag (none is pending)."""
+    heap = link._heap
+    while heap and heap[0][2] is None:
+        heappop(heap)
+    if heap:
+        engine = net.engine
+        now = engine.now
+        level = link.level
+        left = heap[0][0] - link._v - level * (now - link._vt)
+        link._clock_event = engine.post(now + left / level if left > 0.0 else now,
+                                        finish, net, link)
+
+
+def bytes_left(flow: Flow, now: float) -> float:
+    """Bytes per sub-flow ``flow`` has still to send at ``now``."""
+    entry = flow._entry
+    if entry is None:
+        return flow.remaining  # not allocated yet
+    link = flow._bn
+    left = entry[0] - link._v - link.level * (now - link._vt)  # type: ignore[union-attr]
+    return left if left > 0.0 else 0.0
 
 
 def apply_levels(net: Network, flows: dict[Flow, None], links: dict[Link, None],
@@ -209,4 +261,38 @@ def _rewake(net: Network, link: Link) -> None:
     if link._clock_event is not None:
         net.engine.cancel(link._clock_event)
         link._clock_event = None
-    net._wake(link)
+    wake(net, link)
+
+
+def local_is_fair(flows: dict[Flow, None], seeds: dict[Link, None], stamp: int) -> bool:
+    """Is the local fill max-min fair network-wide? Flows off the local links kept their
+    rates and limits; what can break: a recomputed flow whose new bottleneck also carries a
+    faster flow that was not recomputed, or a flow limited by a link whose load changed and
+    that is no longer saturated or now carries a faster recomputed flow."""
+    touched: dict[Link, None] = dict(seeds)  # links whose load may have changed
+    for flow in flows:
+        new = flow._new
+        link = flow._nb
+        if new != flow.rate:
+            for other in flow.links:
+                touched[other] = None
+        elif link is flow._bn:
+            continue  # same rate, same bottleneck, on which nobody else got faster
+        if link in seeds:
+            continue  # every flow there was recomputed
+        limit = new * (1.0 + TIE)
+        for other in link.flows:  # type: ignore[union-attr]
+            if other._loc != stamp and other.rate > limit:
+                return False
+    for link in touched:
+        top = -1.0
+        for other in link._bn:
+            if other._loc == stamp:
+                continue
+            if link._rem > SATURATED * link._total:
+                return False
+            if top < 0.0:
+                top = max([f._new for f in link.flows if f._loc == stamp], default=0.0)
+            if top > other.rate * (1.0 + TIE):
+                return False
+    return True

@@ -19,7 +19,10 @@ Cost: changes at the same instant are batched into one reallocation (run as a ze
 and only the connected component (links and flows reachable from the changed links) is
 recomputed, in pure Python: faster than numpy for the tens of flows a component usually holds
 (see ``benchmarks/bench_kernel.py``). :func:`max_min_rates` is a dense numpy reference of the
-same allocation, used by the tests as an independent oracle.
+same allocation, used by the tests as an independent oracle. Noisy runs use the *local mode*
+(:mod:`.clocks`): a single start or end is settled on one link when that is exact, else only
+the changed links' flows are refilled, and completions come from one virtual clock per
+bottleneck link instead of one event per flow.
 
 Units: bytes and bytes per second (goodput, already applied by the caller), seconds.
 """
@@ -27,16 +30,22 @@ Units: bytes and bytes per second (goodput, already applied by the caller), seco
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from heapq import heappop, heappush
 from math import inf, isfinite
 from typing import Any, NamedTuple
 
-import numpy as np
-
-from ddlperf.predictors.simulate.clocks import SATURATED as _SATURATED
-from ddlperf.predictors.simulate.clocks import TIE as _TIE
-from ddlperf.predictors.simulate.clocks import apply_levels, quick_end, quick_start
+from ddlperf.predictors.simulate.clocks import (
+    apply_levels,
+    bytes_left,
+    local_is_fair,
+    quick_end,
+    quick_start,
+)
 from ddlperf.predictors.simulate.engine import Engine, Handle
+from ddlperf.predictors.simulate.maxmin import SATURATED as _SATURATED
+from ddlperf.predictors.simulate.maxmin import TIE as _TIE
+from ddlperf.predictors.simulate.maxmin import max_min_dense, max_min_rates
+
+__all__ = ["Flow", "Link", "Network", "Nic", "max_min_dense", "max_min_rates"]
 
 FlowObserver = Callable[["Flow", float, float], None]
 #: ``follow(flow) -> (size, tag) | None``: the next message of a back-to-back connection
@@ -395,69 +404,19 @@ class Network:
         flow.submit_time = flow.start_time = flow._last = now
         return size
 
-    # -- virtual clocks (local mode) ------------------------------------------------------------
-
-    def _finish(self, link: Link) -> None:
-        """Clock event of ``link``: the flow with the smallest finish tag has sent everything;
-        its next message (``follow``) ends when the clock has moved that many bytes more."""
-        link._clock_event = None
-        heap = link._heap
-        entry = heappop(heap)
-        while entry[2] is None:
-            entry = heappop(heap)
-        flow = entry[2]
-        done = link._v = entry[0]  # exactly: that flow has nothing left
-        engine = self.engine
-        link._vt = now = engine.now
-        nxt = None if flow.follow is None else flow.follow(flow)
-        if nxt is None:
-            self._end(flow)
-        else:
-            size = self._next_message(flow, *nxt)
-            self._tags = seq = self._tags + 1
-            flow._entry = entry = [done + size, seq, flow]
-            heappush(heap, entry)
-        while heap and heap[0][2] is None:
-            heappop(heap)
-        if heap:  # the clock reads ``done``
-            left = heap[0][0] - done
-            link._clock_event = engine.post(now + left / link.level if left > 0.0 else now,
-                                            self._finish, link)
-
-    def _wake(self, link: Link) -> None:
-        """Schedule ``link``'s clock event at its first finish tag (none is pending)."""
-        heap = link._heap
-        while heap and heap[0][2] is None:
-            heappop(heap)
-        if heap:
-            engine = self.engine
-            now = engine.now
-            level = link.level
-            left = heap[0][0] - link._v - level * (now - link._vt)
-            link._clock_event = engine.post(now + left / level if left > 0.0 else now,
-                                            self._finish, link)
-
-    def _left(self, flow: Flow, now: float) -> float:
-        """Bytes per sub-flow ``flow`` has still to send at ``now`` (local mode)."""
-        entry = flow._entry
-        if entry is None:
-            return flow.remaining  # not allocated yet
-        link = flow._bn
-        left = entry[0] - link._v - link.level * (now - link._vt)  # type: ignore[union-attr]
-        return left if left > 0.0 else 0.0
-
     # -- allocation -----------------------------------------------------------------------------
 
     def _reallocate(self) -> None:
         """New max-min rates after flows started or ended on the changed ("dirty") links.
 
-        First locally: recompute only the flows on the dirty links, against what the other
-        flows leave of each link, and check the result is max-min fair for the whole network
-        (every flow limited by a saturated link on which no flow is faster, see
-        :meth:`_local_is_fair`). The max-min fair allocation is unique, so a local result that
-        passes is the allocation. When the change reaches further (a flow that speeds up
-        takes capacity another flow was limited by), the whole connected component is
-        recomputed, as always before.
+        Local mode: each change in turn on one link where exact (:func:`.clocks.quick_start`,
+        :func:`.clocks.quick_end`); then locally: recompute only the flows on the dirty links,
+        against what the other flows leave of each link, and check the result is max-min fair
+        for the whole network (every flow limited by a saturated link on which no flow is
+        faster, see :func:`.clocks.local_is_fair`). The max-min fair allocation is unique, so
+        a local result that passes is the allocation. When the change reaches further (a flow
+        that speeds up takes capacity another flow was limited by), the whole connected
+        component is recomputed, as always before (and always outside local mode).
         """
         self._realloc_pending = False
         self.reallocations += 1
@@ -505,7 +464,7 @@ class Network:
                     link._w += w
                     link._n += 1
             self._fill(links, stamp)
-            if not self._local_is_fair(flows, seeds, stamp):
+            if not local_is_fair(flows, seeds, stamp):
                 self.local_misses += 1
                 flows, links = self._component(seeds, stamp)
                 self._fill(links, stamp)
@@ -567,40 +526,6 @@ class Network:
                             other._n -= 1
             live = [link for link in live if link._n > 0]
 
-    @staticmethod
-    def _local_is_fair(flows: dict[Flow, None], seeds: dict[Link, None], stamp: int) -> bool:
-        """Is the local fill max-min fair network-wide? Flows off the local links kept their
-        rates and limits; what can break: a recomputed flow whose new bottleneck also carries a
-        faster flow that was not recomputed, or a flow limited by a link whose load changed and
-        that is no longer saturated or now carries a faster recomputed flow."""
-        touched: dict[Link, None] = dict(seeds)  # links whose load may have changed
-        for flow in flows:
-            new = flow._new
-            link = flow._nb
-            if new != flow.rate:
-                for other in flow.links:
-                    touched[other] = None
-            elif link is flow._bn:
-                continue  # same rate, same bottleneck, on which nobody else got faster
-            if link in seeds:
-                continue  # every flow there was recomputed
-            limit = new * (1.0 + _TIE)
-            for other in link.flows:  # type: ignore[union-attr]
-                if other._loc != stamp and other.rate > limit:
-                    return False
-        for link in touched:
-            top = -1.0
-            for other in link._bn:
-                if other._loc == stamp:
-                    continue
-                if link._rem > _SATURATED * link._total:
-                    return False
-                if top < 0.0:
-                    top = max([f._new for f in link.flows if f._loc == stamp], default=0.0)
-                if top > other.rate * (1.0 + _TIE):
-                    return False
-        return True
-
     def _apply(self, flows: dict[Flow, None], links: dict[Link, None]) -> None:
         """Record loads and saturation of ``links``; give ``flows`` their new rates and move
         their completion events where the rate changed."""
@@ -647,7 +572,7 @@ class Network:
         """Bytes over ``link`` (all copies) so far: completed flows plus progress of active ones."""
         now = self.engine.now
         if self.local:
-            return link.bytes + sum(f.weight * (f.size - self._left(f, now)) for f in link.flows)
+            return link.bytes + sum(f.weight * (f.size - bytes_left(f, now)) for f in link.flows)
         return link.bytes + sum(
             f.weight * (f.size - f.remaining + f.rate * (now - f._last)) for f in link.flows
         )
@@ -669,45 +594,5 @@ class Network:
         if flow.end_time == flow.end_time:
             return flow.size
         if self.local:
-            return flow.size - self._left(flow, self.engine.now)
+            return flow.size - bytes_left(flow, self.engine.now)
         return flow.size - flow.remaining + flow.rate * (self.engine.now - flow._last)
-
-
-def max_min_rates(
-    paths: Sequence[Iterable[int]],
-    capacity: Sequence[float],
-    weight: Sequence[float] | None = None,
-    copies: Sequence[int] | None = None,
-) -> np.ndarray:
-    """Dense numpy max-min fair rates (per sub-flow) for flows given as lists of link indices.
-
-    Same semantics as :class:`Network`; an independent implementation kept as a test oracle and
-    as the vectorised baseline in the benchmark.
-    """
-    incidence = np.zeros((len(paths), len(capacity)))
-    for i, path in enumerate(paths):
-        incidence[i, list(path)] = 1.0
-    total = np.asarray(capacity, dtype=float)
-    if copies is not None:
-        total = total * np.asarray(copies, dtype=float)
-    w = np.ones(len(paths)) if weight is None else np.asarray(weight, dtype=float)
-    return max_min_dense(incidence, total, w)
-
-
-def max_min_dense(incidence: np.ndarray, total: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Water-filling on a flows x links 0/1 ``incidence`` matrix; ``total`` = capacity x copies."""
-    rem = np.array(total, dtype=float)
-    rate = np.zeros(incidence.shape[0])
-    unfrozen = np.ones(incidence.shape[0], dtype=bool)
-    while unfrozen.any():
-        load = (weight * unfrozen) @ incidence
-        used = load > 0
-        level = np.full(rem.shape, inf)
-        level[used] = rem[used] / load[used]
-        best = level.min()
-        bottleneck = level <= best * (1.0 + _TIE)
-        freeze = unfrozen & (incidence[:, bottleneck].sum(axis=1) > 0)
-        rate[freeze] = best
-        rem -= (weight * freeze * best) @ incidence
-        unfrozen &= ~freeze
-    return rate
