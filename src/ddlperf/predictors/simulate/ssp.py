@@ -32,6 +32,8 @@ class StalenessGate:
         self._hold = hold
         self._applied: dict[Hashable, list[int]] = {}
         self._waiting: dict[Hashable, list[tuple[int, int, float]]] = {}
+        # per key: [lowest count, units at it] (the count the bound is measured from)
+        self._lowest: dict[Hashable, list[int]] = {}
         # (unit, shard, version) → [seconds held, last release] for the in-order sender
         self._held: dict[tuple[int, Hashable, int], list[float]] = {}
 
@@ -42,10 +44,22 @@ class StalenessGate:
         if counts is None:
             counts = self._applied[key] = [0] * self.units
             self._waiting[key] = []
-        counts[unit] += 1
+            self._lowest[key] = [0, self.units]
+        count = counts[unit]
+        counts[unit] = version = count + 1
         waiting = self._waiting[key]
-        waiting.append((counts[unit], unit, now))
-        low = min(counts) + self.staleness
+        waiting.append((version, unit, now))
+        lowest = self._lowest[key]
+        moved = False
+        if count == lowest[0]:
+            lowest[1] -= 1
+            if lowest[1] == 0:  # the last unit at the lowest count moved up: the bound moves
+                lowest[0] = version
+                lowest[1] = counts.count(version)
+                moved = True
+        low = lowest[0] + self.staleness
+        if not moved and version > low:
+            return  # every earlier read waits for the bound to move
         if all(version > low for version, _u, _t in waiting):
             return
         keep = []
@@ -59,8 +73,13 @@ class StalenessGate:
 
     def _account(self, unit: int, shard: Hashable, version: int, own: float,
                  now: float) -> None:
-        state = self._held.setdefault((unit, shard, version), [0.0, -1.0])
-        state[0] += max(0.0, now - max(own, state[1]))
+        state = self._held.get((unit, shard, version))
+        if state is None:
+            state = self._held[(unit, shard, version)] = [0.0, -1.0]
+        last = state[1]
+        held = now - (own if own > last else last)
+        if held > 0.0:
+            state[0] += held
         state[1] = now
         if state[0] > 0.0:
             self._hold(unit, version, state[0])
