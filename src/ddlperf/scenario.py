@@ -129,11 +129,20 @@ class Scenario:
     # the transport's cap on one connection, payload bytes/s (math.inf: none; see
     # ddlperf.transport for what a connection is); its per-message cost is in latency_s
     connection_cap: float = math.inf
+    # the transport's cap on what one process receives over all its connections together,
+    # payload bytes/s (math.inf: none): a shard's process for pushes, a worker's (a server's,
+    # with local aggregation) for pulls
+    receive_cap: float = math.inf
 
     @property
     def capped(self) -> bool:
         """Some connection has a cap below infinity (the transport limits streams)."""
         return math.isfinite(self.connection_cap)
+
+    @property
+    def receive_capped(self) -> bool:
+        """A receiving process has a cap below infinity (the transport limits its intake)."""
+        return math.isfinite(self.receive_cap)
 
     @property
     def worker_count(self) -> int:
@@ -337,6 +346,7 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
         placement=placement, latency_s=latency, notes=notes, racks=racks,
         memory=memory,
         connection_cap=math.inf if transport is None else transport.cap_bytes_per_s,
+        receive_cap=math.inf if transport is None else transport.receive_bytes_per_s,
     )
 
 

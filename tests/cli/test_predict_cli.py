@@ -133,15 +133,18 @@ def test_transports_lists_the_catalog_and_the_flag_reaches_the_model():
     result = invoke("transports")
     assert result.exit_code == 0, result.output
     assert "grpc-tf1" in result.output and "200MB/s" in result.output
+    assert "900MB/s" in result.output
     data = json.loads(invoke("transports", "--json").stdout)
     assert data["transports"]["grpc-tf1"]["cap_bps"] == 1.6e9 and data["notes"]
+    assert data["transports"]["grpc-tf1"]["receive_bps"] == 7.2e9
     assert "tensorflow/tensorflow#6116" in invoke("transports", "--wide").output.replace("\n", "")
     args = ("predict", "--workers", "16", "--gpus-per-node", "4", "--intra", "PCIe3",
             "--bandwidth", "25Gbps", "--ps", "4", "--placement", "colocated")
     plain = json.loads(invoke(*args, "--json").stdout)
     grpc = json.loads(invoke(*args, "--json", "--transport", "grpc-tf1").stdout)
     assert grpc["iteration_time_s"] > plain["iteration_time_s"]
-    assert grpc["inputs"]["cluster"]["transport"] == {"name": "grpc-tf1", "cap": 1.6e9}
+    assert grpc["inputs"]["cluster"]["transport"] == {"name": "grpc-tf1", "cap": 1.6e9,
+                                                      "receive": 7.2e9}
     assert any(n.startswith("transport grpc-tf1: each connection ≤ 200MB/s")
                for n in grpc["notes"])
     table = invoke(*args, "--transport", "grpc-tf1").output

@@ -93,12 +93,29 @@ def test_doubling_the_bottleneck_link_doubles_only_that_link():
 
 
 def test_a_transport_bound_scenario_doubles_the_cap_only():
-    e = explain(**SCENARIOS[-1])
+    # grpc-tf1 without its receive cap: the connections bind
+    e = explain(**{**SCENARIOS[-1], "transport": {"name": "grpc-tf1", "receive": None}})
     assert e.prediction.bottleneck == "ps0 push connection"
     w = next(w for w in e.what_ifs if w.key == "2x-link")
-    assert w.kwargs["cluster"]["transport"] == {"name": "grpc-tf1", "cap": 3.2e9}
+    assert w.kwargs["cluster"]["transport"] == {"name": "grpc-tf1", "cap": 3.2e9,
+                                                "receive": None}
     assert w.kwargs["cluster"]["bandwidth"] == 25e9 and w.kwargs["transport"] is None
     assert w.how == "--transport 400MB/s" and w.gain > 0
+    # with it, the cap is named in a form that keeps the receive cap
+    e = explain(**{**SCENARIOS[-1], "transport": {"name": "grpc-tf1", "receive": "1TB/s"}})
+    w = next(w for w in e.what_ifs if w.key == "2x-link")
+    assert w.how == "transport: {name: grpc-tf1, cap: 400MB/s}"
+
+
+def test_a_receive_bound_scenario_doubles_the_receive_cap_only():
+    # 16 one-GPU workers into one shard: the shard's process takes in 16 streams
+    e = explain(model="resnet50", workers=16, ps=1, bandwidth="100Gbps",
+                transport={"name": "grpc-tf1", "cap": "2GB/s"})
+    assert e.prediction.bottleneck == "ps0 receive"
+    w = next(w for w in e.what_ifs if w.key == "2x-link")
+    assert w.kwargs["cluster"]["transport"] == {"name": "grpc-tf1", "cap": 16e9,
+                                                "receive": 14.4e9}
+    assert w.how == "transport: {name: grpc-tf1, receive: 1.8GB/s}" and w.gain > 0
 
 
 def test_slowest_worker_dropped_or_replaced():

@@ -178,3 +178,76 @@ def test_message_cost_is_added_to_every_messages_latency():
         doubled = run(method, **{**kw, "latency": "100us"})
         assert slow.iteration_time_s == pytest.approx(doubled.iteration_time_s, rel=1e-12)
         assert slow.iteration_time_s > base.iteration_time_s
+
+
+# -- the per-process receive cap -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_shards_process_takes_in_every_push_at_its_receive_cap(method):
+    # 4 workers, one 4 MB tensor, one shard on 1 Gbps, each process taking in 40 MB/s: the
+    # shard's process receives 4 × 4 MB in 0.4 s; each worker pulls its 4 MB at its share of
+    # the shard's link (29.9 MB/s, below 40): 4 MB / 29.9 MB/s, plus α each way
+    p = run(method, workload=ONE, workers=4, ps=1, bandwidth="1Gbps", latency="50us",
+            transport={"name": "rpc", "receive": "40MB/s"})
+    share = 1e9 * GOODPUT / 8 / 4
+    expected = 4 * 4e6 / 40e6 + 4e6 / share + 2 * 50e-6 + 0.003 + 0.004
+    assert p.iteration_time_s == pytest.approx(expected, rel=1e-9)
+    assert p.bottleneck == "ps0 receive"
+    assert resource(p, "ps0 receive").busy_s == pytest.approx(0.4, rel=1e-6)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_workers_process_takes_in_every_pull_at_its_receive_cap(method):
+    # 2 workers, two 4 MB tensors on two dedicated shards on fast links: each worker's process
+    # pulls 8 MB from both shards at 40 MB/s together; each shard's process takes in 2 × 4 MB
+    wl = make_workload([(0.001, 0.002, [4_000_000, 4_000_000])], update_s_per_byte=0)
+    p = run(method, workload=wl, workers=2, ps=2, sharding="even", bandwidth="100Gbps",
+            latency=0, overlap=False, transport={"name": "rpc", "receive": "40MB/s"})
+    assert p.iteration_time_s == pytest.approx(8e6 / 40e6 + 0.003 + 8e6 / 40e6, rel=1e-9)
+
+
+RECEIVE = {"name": "grpc-tf1", "cap": "100MB/s", "receive": "150MB/s"}
+AGREE_RECEIVE = [
+    pytest.param(dict(workload=ONE, workers=4, ps=2, sharding="even", bandwidth="10Gbps",
+                      overlap=False, transport=RECEIVE), id="ps-even"),
+    pytest.param(dict(workload=TOY, workers=8, ps=2, bandwidth="10Gbps", transport=RECEIVE),
+                 id="ps-overlap"),
+    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=1,
+                      bandwidth="10Gbps", transport=RECEIVE), id="ps-servers"),
+    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=2,
+                      placement="colocated", bandwidth="10Gbps", transport=RECEIVE),
+                 id="ps-colocated"),
+    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=1,
+                      bandwidth="10Gbps", local_aggregation=True, overlap=False,
+                      transport=RECEIVE), id="ps-aggregation"),
+]
+
+
+@pytest.mark.parametrize("kw", AGREE_RECEIVE)
+def test_simulate_agrees_with_analytic_at_the_receive_cap(kw):
+    a = run("analytic", **kw)
+    s = run("simulate", **kw)
+    assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=1e-9)
+    assert s.bottleneck == a.bottleneck
+    assert s.bottleneck.endswith("receive")
+
+
+def test_asp_with_a_receive_cap_stays_close():
+    kw = dict(workload=TOY, workers=8, ps=2, bandwidth="10Gbps", sync="asp",
+              transport={"name": "rpc", "receive": "200MB/s"})
+    a, s = run("analytic", **kw), run("simulate", **kw)
+    assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=0.03)
+    assert a.bottleneck == s.bottleneck == "ps0 receive"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_lower_receive_caps_are_never_faster_and_a_high_one_changes_nothing(method):
+    kw = dict(workload=TOY, workers=16, gpus_per_node=4, intra="PCIe3", ps=4,
+              placement="colocated", bandwidth="25Gbps")
+    plain = run(method, transport="200MB/s", **kw)
+    times = [run(method, transport={"name": "rpc", "cap": "200MB/s", "receive": cap},
+                 **kw).iteration_time_s for cap in ("1TB/s", "2GB/s", "400MB/s", "100MB/s")]
+    assert times == sorted(times)
+    assert times[0] == pytest.approx(plain.iteration_time_s, rel=1e-12)
+    assert times[-1] > times[0]

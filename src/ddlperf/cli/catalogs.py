@@ -116,7 +116,8 @@ def transports(
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="every column (sources too), however wide the terminal")] = False,
 ) -> None:
-    """List the transports: per-connection payload cap and per-message cost, with sources."""
+    """List the transports: per-connection and per-receiving-process payload caps and
+    per-message cost, with sources."""
     from ddlperf.transport import transport_catalog, transport_notes
 
     catalog = transport_catalog()
@@ -125,11 +126,17 @@ def transports(
                     "notes": transport_notes()})
         return
     columns = [Col("transport", "left"), Col("cap per connection"),
-               Col("per message", drop=1), Col("description", "left", wrap=True)]
-    cells = [[name, "none" if t.cap_bps is None else format_size(t.cap_bps / 8) + "/s",
+               Col("receive per process", drop=1), Col("per message", drop=2),
+               Col("description", "left", wrap=True)]
+    cells = [[name, _per_second(t.cap_bps), _per_second(t.receive_bps),
               format_duration(t.message_s), t.description] for name, t in catalog.items()]
     _print_catalog(wide, columns, cells, [f"{t.source} ({t.date})" for t in catalog.values()],
                    "transports (payload per connection and direction)", transport_notes())
+
+
+def _per_second(bps: float | None) -> str:
+    """``200MB/s`` (payload bytes per second) or ``none``."""
+    return "none" if bps is None else format_size(bps / 8) + "/s"
 
 
 def _print_catalog(wide: bool, columns: list[Col], cells: list[list[str]], sources: list[str],

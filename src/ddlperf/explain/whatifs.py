@@ -217,13 +217,22 @@ def _double_link(sc: Scenario, name: str) -> tuple[str, dict[str, Any], str] | N
         return (f"2× intra-node fabric on {group} servers ({format_bandwidth(rate)} → "
                 f"{format_bandwidth(2 * rate)})", data,
                 f"--intra {format_bandwidth(2 * rate).replace(' ', '')}")
-    if name.endswith("connection") and cluster.transport is not None \
-            and cluster.transport.cap_bps is not None:  # the transport's per-connection cap
-        cap = cluster.transport.cap_bps
-        data["transport"] = {**cluster.transport.spec(), "cap": 2 * cap}
-        return (f"2× the per-connection cap of {cluster.transport.name} "
+    transport = cluster.transport
+    if name.endswith("connection") and transport is not None \
+            and transport.cap_bps is not None:  # the transport's per-connection cap
+        cap = transport.cap_bps
+        data["transport"] = {**transport.spec(), "cap": 2 * cap}
+        how = (f"--transport {format_size(cap / 4)}/s" if transport.receive_bps is None else
+               f"transport: {{name: {transport.name}, cap: {format_size(cap / 4)}/s}}")
+        return (f"2× the per-connection cap of {transport.name} "
+                f"({format_size(cap / 8)}/s → {format_size(cap / 4)}/s)", data, how)
+    if name.endswith(" receive") and transport is not None \
+            and transport.receive_bps is not None:  # the transport's per-process receive cap
+        cap = transport.receive_bps
+        data["transport"] = {**transport.spec(), "receive": 2 * cap}
+        return (f"2× the per-process receive cap of {transport.name} "
                 f"({format_size(cap / 8)}/s → {format_size(cap / 4)}/s)", data,
-                f"--transport {format_size(cap / 4)}/s")
+                f"transport: {{name: {transport.name}, receive: {format_size(cap / 4)}/s}}")
     if _RACK.match(name) and cluster.racks is not None:
         up, down = cluster.racks.uplink, cluster.racks.down
         data["racks"] = {**data["racks"], "uplink": 2 * up, "downlink": 2 * down}

@@ -54,7 +54,7 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
 
     Points with equal keys differ only in :func:`point_values` and the worker count.
     """
-    if len(sc.groups) != 1 or sc.racks is not None or sc.capped:
+    if len(sc.groups) != 1 or sc.racks is not None or sc.capped or sc.receive_capped:
         return None
     g = sc.groups[0]
     if g.first != 0 or g.gpus != 1 or g.nics != 1 or g.kind != "workers":

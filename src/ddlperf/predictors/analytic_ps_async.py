@@ -76,9 +76,15 @@ def _ps_queueing(sc: Scenario
             else:
                 rate = shard.down if part == "downlink" else shard.up
                 d = shard_bytes[k] * remote / rate
+                if part == "downlink" and sc.receive_capped:  # the shard process's intake
+                    connected = np.array([1.0 - (g.gpus == 1 and _hosts(shard, g) > 0) / g.count
+                                          for g in sc.groups])
+                    d = np.maximum(d, shard_bytes[k] * connected / sc.receive_cap)
                 # a GPU's own rate: its share of its server's NIC (``GroupPlan.up``), the
-                # rate its alone cycle (the think time) was priced at
-                own = np.array([g.up if part == "downlink" else g.down for g in sc.groups])
+                # rate its alone cycle (the think time) was priced at; a pull at most its
+                # process's receive cap
+                own = np.array([g.up if part == "downlink" else min(g.down, sc.receive_cap)
+                                for g in sc.groups])
                 low = shard_bytes[k] * remote / own
             if best is None or float(d.max()) > float(best[1].max()):
                 best = (f"{shard.name} {part}", d, low)
@@ -102,7 +108,7 @@ def _ps_queueing(sc: Scenario
         think = np.array([
             g.compute_s + 2 * alpha
             + max(0.0, alone_transfer_s(sc, g, g.up) - float(alone_visit[0][c]))
-            + max(0.0, alone_transfer_s(sc, g, g.down) - float(alone_visit[1][c]))
+            + max(0.0, alone_transfer_s(sc, g, g.down, pull=True) - float(alone_visit[1][c]))
             for c, g in enumerate(sc.groups)
         ])
     population = np.array([g.count for g in sc.groups], dtype=float)

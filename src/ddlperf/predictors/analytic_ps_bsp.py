@@ -14,7 +14,12 @@ import numpy as np
 
 from ddlperf.prediction import ResourceUse
 from ddlperf.predictors.assembly import GroupTime
-from ddlperf.predictors.connections import capped_rate, connection_busy, stream_s_per_byte
+from ddlperf.predictors.connections import (
+    capped_rate,
+    connection_busy,
+    receive_rate,
+    stream_s_per_byte,
+)
 from ddlperf.predictors.server_links import (
     aggregates,
     host_endpoints,
@@ -160,7 +165,7 @@ def _bsp_pass(
 
     readies, ends = [], []
     for group, before in zip(sc.groups, previous_end):
-        down = ps_endpoint_rates(sc, group)[1]
+        down = receive_rate(sc, ps_endpoint_rates(sc, group)[1])  # its process takes in all
         down_done = np.empty(len(sizes))
         down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / down)
         arrival = np.maximum(pulled, down_done) + alpha
@@ -215,7 +220,8 @@ def _shards_one_group(
     """
     down = np.array([s.down for s in sc.shards])
     update = np.array([s.update_s_per_byte for s in sc.shards])
-    done = serial_finish(ready[:, None], sc.placement * stream_s_per_byte(sc, senders, down))
+    done = serial_finish(ready[:, None],
+                         sc.placement * stream_s_per_byte(sc, senders, down, receiving=True))
     arrived = np.maximum(done, sent[:, None]) + sc.latency_s
     if np.any(update > 0):
         arrived = serial_finish(arrived, sc.placement * update)
@@ -246,9 +252,12 @@ def _shards_general(
             for group in sc.groups
         ]
         caps = [capped_rate(sc, ps_endpoint_rates(sc, group)[0]) for group in sc.groups]
+        # the shard's process takes in every stream: its receive cap bounds the link's rate
+        # (loopback streams of a colocated server share it too; not counted here)
+        capacity = min(shard.down, sc.receive_cap)
         done = np.full(len(rows), -np.inf)
         for finish in shared_link_finish([ready[rows] for ready in readies], part,
-                                         [float(c) for c in counts], caps, shard.down):
+                                         [float(c) for c in counts], caps, capacity):
             done = np.maximum(done, finish)
         arrived = np.maximum(done, sent[rows]) + sc.latency_s
         # Update: the shard applies a tensor once all N gradients of it arrived (FIFO).

@@ -177,14 +177,16 @@ class PSModel:
                         self.pull_conn[k].append(None)
                     continue
                 up = self._connection_tracks(unit, shard.name, "push", log)
-                row.append(Connection(net, to_shard + caps.link(unit, shard, "push"),
+                row.append(Connection(net, to_shard + caps.link(unit, shard, "push")
+                                      + caps.shard_receive(shard),
                                       unit.count, alpha, self._pushed,
                                       f"{unit.label}→{shard.name}", up))
                 if not merged:
                     down = self._connection_tracks(unit, shard.name, "pull", log)
                     from_shard = links.from_shard(unit.index, shard, self.shard_nic[k])
                     self.pull_conn[k].append(Connection(
-                        net, from_shard + caps.link(unit, shard, "pull"), unit.count,
+                        net, from_shard + caps.link(unit, shard, "pull")
+                        + caps.worker_receive(unit, unit.index, unit.count), unit.count,
                         alpha, self._pulled, f"{shard.name}→{unit.label}", down))
             self.push_conn.append(row)
         if merged:
@@ -197,7 +199,8 @@ class PSModel:
                         down = self._connection_tracks(units[v], shard.name, "pull", log, down)
                     path = links.group_from_shard(first, self.shard_nic[shard.index])
                     self.pull_conn[shard.index].append(Connection(
-                        net, path + caps.link(first, shard, "pull", copies=count), count,
+                        net, path + caps.link(first, shard, "pull", copies=count)
+                        + caps.worker_receive(first, ("group", members[0]), count), count,
                         alpha, self._pulled, f"{shard.name}→{first.group.name}", down))
         self.local = LocalAggregation(self, alpha) if sc.strategy.local_aggregation else None
 
