@@ -107,21 +107,43 @@ AGREE = [
 ]
 
 
-@pytest.mark.parametrize("kw", AGREE)
+RECEIVE = {"name": "grpc-tf1", "cap": "100MB/s", "receive": "150MB/s"}
+AGREE_RECEIVE = [
+    pytest.param(dict(workload=ONE, workers=4, ps=2, sharding="even", bandwidth="10Gbps",
+                      overlap=False, transport=RECEIVE), id="receive-even"),
+    pytest.param(dict(workload=TOY, workers=8, ps=2, bandwidth="10Gbps", transport=RECEIVE),
+                 id="receive-overlap"),
+    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=1,
+                      bandwidth="10Gbps", transport=RECEIVE), id="receive-servers"),
+    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=2,
+                      placement="colocated", bandwidth="10Gbps", transport=RECEIVE),
+                 id="receive-colocated"),
+    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=1,
+                      bandwidth="10Gbps", local_aggregation=True, overlap=False,
+                      transport=RECEIVE), id="receive-aggregation"),
+]
+
+
+@pytest.mark.parametrize("kw", AGREE + AGREE_RECEIVE)
 def test_simulate_agrees_with_analytic_at_the_cap(kw):
     a = run("analytic", **kw)
     s = run("simulate", **kw)
     assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=1e-9)
     assert s.bottleneck == a.bottleneck
-    assert s.bottleneck.endswith("connection") or s.bottleneck == "ring (connection)"
+    binding = "receive" if isinstance(kw["transport"], dict) else "connection"
+    assert s.bottleneck.endswith(binding) or s.bottleneck == "ring (connection)"
 
 
-def test_asp_with_a_cap_stays_close():
-    kw = dict(workload=TOY, workers=8, ps=2, bandwidth="10Gbps", transport="100MB/s",
+@pytest.mark.parametrize(("transport", "bottleneck"), [
+    ("100MB/s", "ps0 push connection"),
+    ({"name": "rpc", "receive": "200MB/s"}, "ps0 receive"),  # the shard's process, below
+])
+def test_asp_with_a_cap_stays_close(transport, bottleneck):
+    kw = dict(workload=TOY, workers=8, ps=2, bandwidth="10Gbps", transport=transport,
               sync="asp")
     a, s = run("analytic", **kw), run("simulate", **kw)
     assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=0.03)
-    assert a.bottleneck == s.bottleneck == "ps0 push connection"
+    assert a.bottleneck == s.bottleneck == bottleneck
 
 
 # -- what a connection is --------------------------------------------------------------------
@@ -205,40 +227,6 @@ def test_a_workers_process_takes_in_every_pull_at_its_receive_cap(method):
     p = run(method, workload=wl, workers=2, ps=2, sharding="even", bandwidth="100Gbps",
             latency=0, overlap=False, transport={"name": "rpc", "receive": "40MB/s"})
     assert p.iteration_time_s == pytest.approx(8e6 / 40e6 + 0.003 + 8e6 / 40e6, rel=1e-9)
-
-
-RECEIVE = {"name": "grpc-tf1", "cap": "100MB/s", "receive": "150MB/s"}
-AGREE_RECEIVE = [
-    pytest.param(dict(workload=ONE, workers=4, ps=2, sharding="even", bandwidth="10Gbps",
-                      overlap=False, transport=RECEIVE), id="ps-even"),
-    pytest.param(dict(workload=TOY, workers=8, ps=2, bandwidth="10Gbps", transport=RECEIVE),
-                 id="ps-overlap"),
-    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=1,
-                      bandwidth="10Gbps", transport=RECEIVE), id="ps-servers"),
-    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=2,
-                      placement="colocated", bandwidth="10Gbps", transport=RECEIVE),
-                 id="ps-colocated"),
-    pytest.param(dict(workload=ONE, workers=8, gpus_per_node=4, intra="NVLink2", ps=1,
-                      bandwidth="10Gbps", local_aggregation=True, overlap=False,
-                      transport=RECEIVE), id="ps-aggregation"),
-]
-
-
-@pytest.mark.parametrize("kw", AGREE_RECEIVE)
-def test_simulate_agrees_with_analytic_at_the_receive_cap(kw):
-    a = run("analytic", **kw)
-    s = run("simulate", **kw)
-    assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=1e-9)
-    assert s.bottleneck == a.bottleneck
-    assert s.bottleneck.endswith("receive")
-
-
-def test_asp_with_a_receive_cap_stays_close():
-    kw = dict(workload=TOY, workers=8, ps=2, bandwidth="10Gbps", sync="asp",
-              transport={"name": "rpc", "receive": "200MB/s"})
-    a, s = run("analytic", **kw), run("simulate", **kw)
-    assert s.iteration_time_s == pytest.approx(a.iteration_time_s, rel=0.03)
-    assert a.bottleneck == s.bottleneck == "ps0 receive"
 
 
 @pytest.mark.parametrize("method", METHODS)
