@@ -169,7 +169,8 @@ def test_asp_workers_capped_by_their_own_links_do_not_queue_at_a_faster_shard():
     assert three.iteration_time_s == pytest.approx(alone, rel=1e-12)
     simulated = run(w, cluster=cluster(3), sync="asp", method="simulate", iterations=20)
     assert three.iteration_time_s == pytest.approx(simulated.iteration_time_s, rel=0.01)
-    assert run(w, cluster=cluster(4), sync="asp").iteration_time_s > 1.05 * alone
+    # (independent phases: +2.4%; the simulator's random starts +8%)
+    assert run(w, cluster=cluster(4), sync="asp").iteration_time_s > 1.02 * alone
     # a slower 80 Mbit worker among them: its flows never fill the shard either
     mixed = {**cluster(3), "workers": [{"count": 3}, {"name": "slow", "count": 1,
                                                        "bandwidth": "80Mbps"}]}

@@ -201,17 +201,15 @@ def _async_demand(
 
 
 def _async_finish(
-    sc: Scenario, p: Points, throughput: np.ndarray, bsp: np.ndarray, ssp: bool
+    sc: Scenario, p: Points, throughput: np.ndarray, bsp: np.ndarray | None
 ) -> tuple[np.ndarray, list[str]]:
-    """``analytic_ps_async.ps_async`` (``ssp``: ``ps_ssp``) with one group, from the network's
-    throughput and the BSP period: periods (B,) and the bottleneck names."""
+    """``analytic_ps_async.ps_async`` (SSP, with the BSP period ``bsp``: ``ps_ssp``) with one
+    group, from the network's throughput: periods (B,) and the bottleneck names."""
     g = sc.groups[0]
     points = len(p.n)
     periods = p.n / throughput
-    # identical workers: 1/N of the way from the network's period to lockstep's (BSP's)
-    periods = np.where(p.n > 1, periods + (bsp - periods) / p.n, periods)
     capped = np.zeros(points, dtype=bool)
-    if ssp:  # ``analytic_ps_async.ps_ssp``: one group is never held → BSP's cap
+    if bsp is not None:  # ``analytic_ps_async.ps_ssp``: one group is never held → BSP's cap
         capped = periods >= bsp
         periods = np.where(capped, bsp, periods)
     # ``analytic_ps_async.async_resources`` (or, capped, the BSP resources: one update per tensor)
@@ -348,26 +346,26 @@ def predict_batches(
     for sc, workers, values in batches:
         p = Points.of(workers, values)
         full = solo = None
-        if sc.strategy.arch == "ps":
+        sync = sc.strategy.effective_sync if sc.strategy.arch == "ps" else None
+        if sync in ("bsp", "ssp"):  # SSP is capped at BSP's period; ASP needs no BSP period
             full = bsp.want(sc, p)
-            if sc.strategy.effective_sync != "bsp" and sc.strategy.overlap:
-                solo = bsp.want(sc, p.solo())
-        plans.append((sc, p, full, solo))
+        if sync in ("asp", "ssp") and sc.strategy.overlap:
+            solo = bsp.want(sc, p.solo())
+        plans.append((sc, p, sync, full, solo))
     bsp.run()
-    asynchronous = [i for i, (sc, _p, full, _s) in enumerate(plans)
-                    if full is not None and sc.strategy.effective_sync != "bsp"]
+    asynchronous = [i for i, plan in enumerate(plans) if plan[2] in ("asp", "ssp")]
     networks = []
     for i in asynchronous:
-        sc, p, _full, solo = plans[i]
+        sc, p, _sync, _full, solo = plans[i]
         networks.append((*_async_demand(sc, p, None if solo is None else bsp.get(solo)), p.n))
     throughputs = dict(zip(asynchronous, _mva_together(networks)))
     out = []
-    for i, (sc, p, full, _solo) in enumerate(plans):
-        if full is None:
+    for i, (sc, p, sync, full, _solo) in enumerate(plans):
+        if sync is None:
             period, names = _allreduce_chunked(sc, p)
         elif i in throughputs:
-            period, names = _async_finish(sc, p, throughputs[i], bsp.get(full),
-                                          sc.strategy.sync == "ssp")
+            period, names = _async_finish(sc, p, throughputs[i],
+                                          None if full is None else bsp.get(full))
         else:
             period = bsp.get(full)
             hot = _bsp_bottleneck(sc, p, period).tolist()

@@ -22,7 +22,7 @@ from ddlperf.predictors.server_links import ps_server_bytes
 from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
 
 
-def _alone_cycle(sc: Scenario, group: GroupPlan) -> float:
+def alone_cycle(sc: Scenario, group: GroupPlan) -> float:
     """One worker of ``group`` alone with the shards: its pipelined, contention-free cycle (a
     shard on its own host stays local)."""
     solo = replace(
@@ -102,7 +102,7 @@ def _ps_queueing(sc: Scenario
     demand, floor = np.array(rows), np.array(lows)
     alone_visit = np.maximum(floor, demand)  # a visit to an idle station
     if sc.strategy.overlap:
-        think = np.array([max(_alone_cycle(sc, g) - float(alone_visit[:, c].sum()), 0.0)
+        think = np.array([max(alone_cycle(sc, g) - float(alone_visit[:, c].sum()), 0.0)
                           for c, g in enumerate(sc.groups)])
     else:
         think = np.array([
@@ -118,20 +118,18 @@ def _ps_queueing(sc: Scenario
 def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     """ASP: each worker class at the rate the closed queueing network gives it (no wait).
 
-    Identical workers are what the network does not see. Sharing the PS links fairly, they
-    keep whatever phase offsets they have (a worker that starts its transfers δ later also
-    ends them δ later), so the offsets are neutral and noise makes them wander. In lockstep
-    every transfer runs at once and the links idle during the gap Z in which all workers
-    compute without a transfer (BSP's schedule); offset, the others' transfers fill it. With
-    each worker's offset from the first uniform over the gap, the gap left unfilled is
-    Z − E[range of the offsets] = Z / N, so the period is the network's plus 1/N of the
-    way to lockstep's (N = 2: the midpoint; many workers: the network's).
+    Identical workers too: sharing the PS links fairly they keep whatever phase offsets they
+    have, and a run that starts them together (as the trainers do) begins near lockstep, the
+    links idle while everyone computes. That is a transient, not the steady state: noise
+    spreads the offsets within 10-15 iterations and keeps them spread (60-iteration
+    measurements: ps-asp-4w-2s 0.97 s at first, 0.74 s over the run; ps-asp-3w-1s 1.13-1.20
+    s, then 1.00 s), and independent phases are what the product-form network assumes (0.753
+    and 1.012 s). An earlier rule (1/N of the way to lockstep) fitted 10-iteration runs,
+    i.e. the transient.
     """
     think, demand, population, _names, floor = _ps_queueing(sc)
     throughput, _ = mva(think, demand, population, floor=floor)
     periods = population / throughput
-    if len(sc.groups) == 1 and sc.groups[0].count > 1:
-        periods = periods + (ps_bsp(sc)[1] - periods) / sc.groups[0].count
     times = [GroupTime(float(p), g.compute_s, max(float(p) - g.compute_s, 0.0), 0.0)
              for g, p in zip(sc.groups, periods)]
     mean_period = float((periods * population).sum() / population.sum())

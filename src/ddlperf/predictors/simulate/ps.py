@@ -237,9 +237,14 @@ class PSModel:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> None:
-        for worker in self.workers:
-            worker.start()
+    def start(self, starts: list[float] | None = None) -> None:
+        """Start every worker now, or worker ``u`` ``starts[u]`` seconds from now."""
+        if starts is None:
+            for worker in self.workers:
+                worker.start()
+            return
+        for worker, delay in zip(self.workers, starts, strict=True):
+            self.engine.schedule(delay, worker.start)
 
     def on_warm(self) -> None:
         self.warm_at = self.engine.now

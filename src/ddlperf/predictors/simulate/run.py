@@ -48,9 +48,10 @@ class RunResult:
 def simulate_once(
     sc: Scenario, units: list[Unit], warmup: int, iterations: int, jitter: float | None,
     seed: int, replication: int, noisy: bool, log: TrackLog | None = None,
-    ring_steps: str = "coalesced",
+    ring_steps: str = "coalesced", starts: list[float] | None = None,
 ) -> RunResult:
-    """Simulate ``warmup + iterations`` iterations of ``sc`` once."""
+    """Simulate ``warmup + iterations`` iterations of ``sc`` once; ``starts``: when each unit
+    begins its first iteration (default: all at 0; PS only)."""
     engine = Engine()
     # Local reallocation changes rates only by rounding, which can reorder events that tie
     # exactly; ties happen between identical noiseless workers, so those runs stay exact.
@@ -67,7 +68,10 @@ def simulate_once(
         model = RingModel(sc, units, engine, net, recorder, jitter, rngs, log, ring_steps)
     else:
         model = PSModel(sc, units, engine, net, recorder, jitter, rngs, log)
-    model.start()
+    if starts is not None and isinstance(model, PSModel):
+        model.start(starts)
+    else:
+        model.start()
     engine.run()
     if not recorder.finished:
         raise RuntimeError("simulation ended before every worker finished (deadlock)")

@@ -44,6 +44,12 @@ DEFAULTS: dict[str, Any] = {"iterations": 20, "warmup": 3, "seed": 0, "replicati
 # search is then repeated with this compute jitter: 1%, less than the iteration-time spread
 # of any measured cluster (the emulated one's steps vary by more), and mean-preserving.
 BALANCE_ESCAPE_CV = 0.01
+# ASP with identical workers: their phase offsets are neutral (kept as they are), so a run
+# that starts them together stays near lockstep, a transient of real runs (noise spreads
+# them within 10-15 iterations). Each replication starts every worker at an independent
+# random phase; without noise the mean over this many phase draws is reported.
+PHASE_DRAWS = 8
+_PHASE_STREAM = 0x5EED  # keeps the phase draws apart from the compute jitter's streams
 
 
 def _integer(value: Any, flag: str, minimum: int) -> int:
@@ -100,6 +106,8 @@ def predict_simulate(
                              opts["jitter"])
     noisy = has_jitter(sc, cv)
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
+    phased = (asynchronous and sc.strategy.effective_sync == "asp"
+              and any(g.count > 1 for g in sc.groups))
     units = make_units(sc, individual=noisy or asynchronous)
     log = timeline if timeline is not None else (
         TrackLog() if opts["trace"] is not None else None)
@@ -117,9 +125,11 @@ def predict_simulate(
                 f"again with {BALANCE_ESCAPE_CV:g} compute jitter (--jitter 0 keeps the balance)")
             warm, steady_note, searched, _b = _ssp_steady_warmup(
                 sc, units, asked, iters, cv, opts["seed"], noisy, ring_steps)
-    job = _Job(sc, units, warm, iters, cv, opts["seed"], noisy, ring_steps)
+    job = _Job(sc, units, warm, iters, cv, opts["seed"], noisy, ring_steps,
+               phase_starts(sc, units) if phased else None)
+    runs_wanted = reps if noisy else (max(reps, PHASE_DRAWS) if phased else 1)
     # the search's last run is replication 0 with this warm-up (unless it must fill a trace)
-    runs = _replicate(job, reps if noisy else 1, log, opts["jobs"],
+    runs = _replicate(job, runs_wanted, log, opts["jobs"],
                       searched if log is None else None)
 
     notes = [
@@ -130,6 +140,10 @@ def predict_simulate(
         source = f"cv {cv:g} on every operation" if cv is not None else "the workload's cv"
         notes.append(f"simulate: compute jitter lognormal ({source}); p5/p95 over all "
                      "measured iterations of all replications")
+    elif phased:
+        notes.append(f"simulate: identical ASP workers keep their phase offsets, so each of "
+                     f"{runs_wanted} runs starts every worker at a random phase (seed "
+                     f"{opts['seed']}); the mean is reported, p5/p95 span the runs")
     elif reps > 1:
         notes.append("simulate: deterministic (no jitter), so the replications are one run")
     if any(u.count > 1 for u in units):
@@ -145,7 +159,8 @@ def predict_simulate(
                      "pulls the tensors it pushed once they are applied")
 
     options = {"iterations": iters, "warmup": warm, "seed": opts["seed"],
-               "replications": reps, "jitter": "workload" if cv is None else cv}
+               "replications": len(runs) if phased else reps,
+               "jitter": "workload" if cv is None else cv}
     prediction = assemble_simulated(sc, runs, options, notes)
     if opts["trace"] is not None and log is not None:
         meta = {"ddlperf": {"method": "simulate", **options,
@@ -210,17 +225,37 @@ def _standard_error(compute: np.ndarray) -> float:
     return float(compute.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
 
 
+def phase_starts(sc: Scenario, units: list) -> list[float]:
+    """Each unit's phase range: its contention-free cycle alone with the shards (a start
+    drawn uniformly from it is a uniform phase of that worker's cycle)."""
+    from ddlperf.predictors.analytic_ps_async import alone_cycle
+
+    cycles = {id(g): alone_cycle(sc, g) for g in sc.groups}
+    return [cycles[id(u.group)] for u in units]
+
+
 class _Job:
     """What every replication of one prediction shares (handed to forked processes as is)."""
 
     def __init__(self, sc: Scenario, units: list, warmup: int, iterations: int,
-                 jitter: float | None, seed: int, noisy: bool, ring_steps: str) -> None:
+                 jitter: float | None, seed: int, noisy: bool, ring_steps: str,
+                 phase_ranges: list[float] | None = None) -> None:
         self.sc, self.units, self.warmup, self.iterations = sc, units, warmup, iterations
         self.jitter, self.seed, self.noisy, self.ring_steps = jitter, seed, noisy, ring_steps
+        self.phase_ranges = phase_ranges
+
+    def starts(self, replication: int) -> list[float] | None:
+        """Replication ``replication``'s start times (random phases; None: all at once)."""
+        if self.phase_ranges is None:
+            return None
+        rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
+        return [float(x) for x in rng.uniform(0.0, 1.0, len(self.phase_ranges))
+                * np.array(self.phase_ranges)]
 
     def run(self, replication: int, log: TrackLog | None = None) -> RunResult:
         return simulate_once(self.sc, self.units, self.warmup, self.iterations, self.jitter,
-                             self.seed, replication, self.noisy, log, self.ring_steps)
+                             self.seed, replication, self.noisy, log, self.ring_steps,
+                             self.starts(replication))
 
 
 _SHARED: _Job | None = None  # the job of a replication process (set when it forks)
