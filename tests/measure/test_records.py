@@ -90,6 +90,26 @@ def test_steady_state_says_so_when_a_worker_has_nothing_after_warmup() -> None:
     assert "w1" not in steady and "w1" in notes[0]
 
 
+def _asp_run(periods: list[float]) -> dict[str, list]:
+    """Two ASP workers with the same sequence of periods."""
+    its: dict[str, list] = {}
+    for name in ("w0", "w1"):
+        start, its[name] = 0.0, []
+        for t, period in enumerate(periods):
+            its[name].append(_iteration(name, t, start, period))
+            start += period
+    return its
+
+
+def test_asp_says_when_the_run_still_leaves_its_lockstep_start() -> None:
+    # periods falling from 0.97 to 0.72 s (a lockstep start dissolving): a transient
+    leaving = rec.asp_trend_note(_asp_run([0.97, 0.93, 0.9, 0.85, 0.8, 0.75, 0.72, 0.72]))
+    assert len(leaving) == 1 and "too short for the steady state" in leaving[0]
+    # steady but noisy, or too few iterations to tell: nothing to say
+    assert rec.asp_trend_note(_asp_run([0.72, 0.78, 0.7, 0.75, 0.74, 0.7, 0.77, 0.72])) == []
+    assert rec.asp_trend_note(_asp_run([0.97, 0.9, 0.8, 0.72])) == []
+
+
 def _ssp_run(held_from: int, iterations: int) -> tuple[dict, dict]:
     """w1 (period 1 s) and w0, twice as fast until the bound holds it from ``held_from`` on."""
     its: dict[str, list] = {"w0": [], "w1": []}

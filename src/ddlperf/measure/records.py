@@ -168,6 +168,31 @@ def ssp_steady(steady: dict[str, list[dict[str, Any]]], waits: dict[tuple[str, i
     return trimmed, notes
 
 
+ASP_TREND = 0.10  # ASP: a first half this much slower than the second is still a transient
+ASP_TREND_MIN = 6  # steady iterations per worker needed to compare the halves
+
+
+def asp_trend_note(steady: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """ASP: identical workers started together begin near lockstep and noise spreads their
+    phases over 10-15 iterations (docs/models.md), so a short run measures that transient.
+    Say so when the first half of each worker's steady iterations took clearly longer than
+    its second half (mean over workers of the ratio of the halves' medians)."""
+    if min((len(its) for its in steady.values()), default=0) < ASP_TREND_MIN:
+        return []
+    ratios = []
+    for its in steady.values():
+        half = len(its) // 2
+        second = _median(float(r["duration_s"]) for r in its[len(its) - half:])
+        if second > 0:
+            ratios.append(_median(float(r["duration_s"]) for r in its[:half]) / second)
+    trend = statistics.fmean(ratios) - 1 if ratios else 0.0
+    if trend <= ASP_TREND:
+        return []
+    return [f"ASP: the first half of the measured iterations took {100 * trend:.0f}% longer "
+            "than the second (workers leaving their lockstep start): the run may be too "
+            "short for the steady state (use more --iterations)"]
+
+
 def _median(values: Iterable[float]) -> float:
     values = list(values)
     return float(statistics.median(values)) if values else 0.0
@@ -202,6 +227,8 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     if context.get("sync") == "ssp":
         steady, ssp_notes = ssp_steady(steady, waits)
         notes += ssp_notes
+    elif context.get("sync") == "asp":
+        notes += asp_trend_note(steady)
     medians = {n: _median(float(r["duration_s"]) for r in its) for n, its in steady.items()}
     notes += cpu_wait_notes(steady, medians)
     computes = {n: _median(float(r["compute_s"]) for r in its) for n, its in steady.items()}
