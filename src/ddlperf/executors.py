@@ -17,10 +17,10 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from multiprocessing import get_context
 from typing import Any
 
 from ddlperf.errors import InputError
+from ddlperf.forked_pool import ForkedPool
 
 EXECUTORS = ("local", "ray", "dask")
 # Chunks in flight per worker process: enough to keep workers busy, few enough to stream.
@@ -72,12 +72,6 @@ def sigint_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _ignore_sigint() -> None:
-    """In a worker process: Ctrl-C goes to the whole process group, and the parent stops the
-    workers itself (no traceback from each)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _call(args: tuple[Callable[..., Any], tuple[Any, ...]]) -> Any:
     func, chunk = args
     return func(*chunk)
@@ -116,36 +110,36 @@ class _WindowedExecutor(Executor):
 class LocalExecutor(_WindowedExecutor):
     """Forked worker processes on this machine, ``IN_FLIGHT_PER_WORKER`` chunks each at most
     (``Pool.imap`` would read the whole input ahead and queue every result a slow reader has
-    not taken yet)."""
+    not taken yet). A :class:`ddlperf.forked_pool.ForkedPool`, not ``multiprocessing.Pool``,
+    whose ``terminate()`` can hang for good on a Ctrl-C (the module says why)."""
 
     name = "local"
     chunks_per_task = 1  # a task costs almost nothing here
 
     def __init__(self, jobs: int | None = None) -> None:
         super().__init__(jobs or os.cpu_count() or 1)
-        self._pool: Any = None
+        self._pool: ForkedPool | None = None
 
     def map(self, func: Callable[..., Any], chunks: Iterable[tuple[Any, ...]]
             ) -> Iterator[Any]:
         if self.jobs <= 1:
             yield from Executor.map(self, func, chunks)
             return
-        self._pool = get_context("fork").Pool(self.jobs, initializer=_ignore_sigint)
+        self._pool = ForkedPool(self.jobs)
         yield from super().map(func, chunks)
-        self._pool.close()
-        self._pool.join()
-        self._pool = None
+        self.close()
 
     def _submit(self, func: Callable[..., Any], chunk: tuple[Any, ...]) -> Any:
-        return self._pool.apply_async(_call, ((func, chunk),))
+        assert self._pool is not None
+        return self._pool.submit(func, chunk)
 
     def _result(self, handle: Any) -> Any:
-        return handle.get()
+        assert self._pool is not None
+        return self._pool.result(handle)
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            self._pool.close()
             self._pool = None
 
 
