@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 
@@ -74,6 +75,15 @@ def assert_one_line_error(result, *needles: str) -> None:
 def toy() -> Workload:
     """Two layers: 1 ms + 2 ms (4 MB) and 3 ms + 6 ms (8 MB + 4 kB)."""
     return make_workload([(0.001, 0.002, [4_000_000]), (0.003, 0.006, [8_000_000, 4_000])])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests press a real Ctrl-C on the commands they start. A shell that starts this run in
+    the background (``pytest &``, nohup) makes it ignore SIGINT, and an ignored signal stays
+    ignored in every child: those tests would fail or wait out their timeouts. Children of a
+    handled SIGINT get the default back."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
