@@ -65,7 +65,7 @@ def test_grid_of_normalised_points_remembers_nothing():
         assert count == rates * 50 * (8 * 3 + 1)
         return top
 
-    small, big = peak(1), peak(80)  # 1,250 and 100,000 points
+    small, big = peak(1), peak(20)  # 1,250 and 25,000 points
     assert big < small + 32_000  # (remembering the points seen took megabytes)
 
 
