@@ -6,18 +6,24 @@ under the same lock after its result thread has stopped reading. A worker that f
 large chunk at that moment blocks writing its result, holding the lock, and the command hangs
 for good (seen with ``ddlperf plan --jobs 2``; tests/test_forked_pool.py reproduces it). Here
 nothing is shared between processes: each worker reads tasks from and writes results to its
-own pipe, the parent hands a task only to an idle worker and reads results as they come, and
-stopping is a SIGKILL to each worker — nothing to wait for, whatever a worker was doing.
+own pipe, and stopping is a SIGKILL to each worker — nothing to wait for, whatever a worker
+was doing. Each worker holds ``PER_WORKER`` tasks, so it starts the next one while the parent
+is still busy with a result (writing rows); a thread in the worker reads its tasks as they
+come, so the parent never blocks sending one while the worker blocks sending a result.
 """
 
 from __future__ import annotations
 
+import queue
 import signal
+import threading
 from collections import deque
 from collections.abc import Callable
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from typing import Any
+
+PER_WORKER = 2  # tasks handed to a worker at once: one running, one waiting
 
 
 def _serve(conn: Connection, inherited: list[Connection]) -> None:
@@ -26,13 +32,9 @@ def _serve(conn: Connection, inherited: list[Connection]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for other in inherited:  # the parent's ends: so that its death reads as EOF here
         other.close()
-    while True:
-        try:
-            task = conn.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
+    tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    threading.Thread(target=_read_tasks, args=(conn, tasks), daemon=True).start()
+    while (task := tasks.get()) is not None:
         func, args = task
         try:
             reply: tuple[str, Any] = ("ok", func(*args))
@@ -42,6 +44,18 @@ def _serve(conn: Connection, inherited: list[Connection]) -> None:
             conn.send(reply)
         except Exception as exc:  # a result or an exception that cannot be pickled
             conn.send(("error", RuntimeError(f"a worker's reply could not be sent: {exc!r}")))
+
+
+def _read_tasks(conn: Connection, tasks: queue.SimpleQueue[Any]) -> None:
+    """In a worker: take tasks off the pipe as soon as they come (``None``: stop)."""
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            task = None
+        tasks.put(task)
+        if task is None:
+            return
 
 
 class ForkedPool:
@@ -54,8 +68,7 @@ class ForkedPool:
         context = get_context("fork")
         self._conns: list[Connection] = []
         self._procs: list[Any] = []
-        self._idle: deque[int] = deque(range(size))
-        self._running: dict[int, int] = {}  # worker index → ticket
+        self._running: list[deque[int]] = [deque() for _ in range(size)]  # tickets, in order
         self._queued: deque[tuple[int, Callable[..., Any], tuple[Any, ...]]] = deque()
         self._done: dict[int, tuple[str, Any]] = {}
         self._next_ticket = 0
@@ -91,19 +104,21 @@ class ForkedPool:
         return value
 
     def _dispatch(self) -> None:
-        while self._idle and self._queued:
-            worker = self._idle.popleft()
+        while self._queued:
+            worker = min(range(len(self._running)), key=lambda w: len(self._running[w]))
+            if len(self._running[worker]) >= PER_WORKER:
+                return
             ticket, func, args = self._queued.popleft()
-            self._running[worker] = ticket
+            self._running[worker].append(ticket)
             self._conns[worker].send((func, args))
 
     def _collect(self) -> None:
-        """Wait until at least one running task has finished; take every finished reply."""
-        if not self._running:
+        """Wait until at least one running task has finished; take the finished replies."""
+        busy = {self._conns[w]: w for w, tickets in enumerate(self._running) if tickets}
+        if not busy:
             raise RuntimeError("ForkedPool: waiting for a task that was never submitted")
-        by_conn = {self._conns[w]: w for w in self._running}
-        for conn in wait(list(by_conn)):
-            worker = by_conn[conn]  # type: ignore[index]
+        for conn in wait(list(busy)):
+            worker = busy[conn]  # type: ignore[index]
             try:
                 reply = conn.recv()  # type: ignore[union-attr]
             except EOFError:
@@ -111,8 +126,7 @@ class ForkedPool:
                 proc.join(1)
                 raise RuntimeError(f"a worker process died (exit code {proc.exitcode}) "
                                    "while running a task") from None
-            self._done[self._running.pop(worker)] = reply
-            self._idle.append(worker)
+            self._done[self._running[worker].popleft()] = reply  # a worker keeps the order
         self._dispatch()
 
     def close(self) -> None:
@@ -127,7 +141,6 @@ class ForkedPool:
         for conn in self._conns:
             conn.close()
         self._procs, self._conns = [], []
-        self._idle.clear()
         self._running.clear()
         self._queued.clear()
         self._done.clear()
