@@ -83,7 +83,7 @@ def test_ctrl_c_mid_stream_never_hangs_the_close():
     ``multiprocessing.Pool.terminate()`` hung here about one time in ten (its sentinel write
     waits for the result pipe's lock, held by a worker blocked writing a result that its
     stopped result thread will never read); repeated so that the race would show."""
-    for attempt in range(40):
+    for attempt in range(30):
         executor = LocalExecutor(jobs=2)
         results = executor.map(big, ((i,) for i in range(100)))
         for _ in range(1 + attempt % 4):
