@@ -140,3 +140,77 @@ def test_bad_values_are_one_line_exit_2(tmp_path, group, field):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"workers: [{group}]\nps: 1\n")
     assert_one_line_error(CliRunner().invoke(app, ["predict", "--config", str(cfg)]), field)
+
+
+def _server(fabric_cpu: dict, ps: int = 1) -> Cluster:
+    return Cluster.from_dict({"nodes": [{"count": 1, "gpus": 2, "intra": "1Gbps",
+                                         **fabric_cpu}], "bandwidth": "100Gbps", "ps": ps,
+                              "latency": 0})
+
+
+AGGREGATE = Strategy.model_validate({"arch": "ps", "local_aggregation": True})
+
+
+def test_fabric_cpu_charges_the_reduce_scatter_and_all_gather_bytes():
+    # 2 GPUs: each moves 1/2 of the gradient over the NIC each way and sends + receives 1/2
+    # of it over the fabric in the reduce-scatter (backward) and in the all-gather (forward)
+    wl = make_workload(LAYERS)
+    plain = resolve(wl, _server({}), AGGREGATE).groups[0]
+    capped = resolve(wl, _server({"cpu_cap": CAP, "comm_cpu_s_per_byte": PER_BYTE,
+                                  "intra_cpu_s_per_byte": 2 * PER_BYTE}), AGGREGATE)
+    per_gradient_byte = (0.5 * PER_BYTE + 1.0 * 2 * PER_BYTE) / CAP
+    layer_bytes = [1e6, 3e6]
+    for got, base in ((capped.groups[0].forward, plain.forward),
+                      (capped.groups[0].backward, plain.backward)):
+        assert (got - base).tolist() == pytest.approx(
+            [b * per_gradient_byte for b in layer_bytes], rel=1e-12)
+    assert any("8 MB over the fabric" in n for n in capped.notes)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("fabric_cpu", [
+    {"intra_cpu_s_per_byte": PER_BYTE},  # uncapped: other cores pay it
+    {"cpu_cap": CAP},  # capped, a fabric of peer copies: no host CPU
+])
+def test_fabric_cpu_needs_a_cap_and_a_figure(method, fabric_cpu):
+    wl = make_workload(LAYERS)
+    times = [predict(workload=wl, cluster=_server(c), strategy=AGGREGATE, method=method)
+             .iteration_time_s for c in ({}, fabric_cpu)]
+    assert times[1] == times[0]
+
+
+def test_fabric_cpu_is_charged_only_with_local_aggregation():
+    # without it a PS worker on a server moves nothing over the fabric
+    wl = make_workload(LAYERS)
+    strategy = Strategy.model_validate({"arch": "ps"})
+    plain = resolve(wl, _server({"cpu_cap": CAP, "comm_cpu_s_per_byte": PER_BYTE}), strategy)
+    both = resolve(wl, _server({"cpu_cap": CAP, "comm_cpu_s_per_byte": PER_BYTE,
+                                "intra_cpu_s_per_byte": PER_BYTE}), strategy)
+    assert both.groups[0].compute_s == plain.groups[0].compute_s
+
+
+def test_methods_agree_on_a_capped_aggregating_server():
+    wl = make_workload(LAYERS)
+    cluster = _server({"cpu_cap": CAP, "comm_cpu_s_per_byte": PER_BYTE,
+                       "intra_cpu_s_per_byte": PER_BYTE})
+    analytic, simulate = (predict(workload=wl, cluster=cluster, strategy=AGGREGATE,
+                                  method=m).iteration_time_s for m in METHODS)
+    assert simulate == pytest.approx(analytic, rel=1e-6)
+    # compute-bound: the step is (compute + communication CPU) / cap-paced compute
+    charge = 2 * GRADIENT_BYTES * (0.5 + 1.0) * PER_BYTE / CAP
+    base = predict(workload=wl, cluster=_server({}), strategy=AGGREGATE, method="analytic")
+    assert analytic - base.iteration_time_s == pytest.approx(charge, rel=1e-2)
+
+
+def test_all_reduce_says_the_fabric_cpu_is_not_charged():
+    wl = make_workload(LAYERS)
+    sc = resolve(wl, _server({"cpu_cap": CAP, "intra_cpu_s_per_byte": PER_BYTE}, ps=0),
+                 Strategy.model_validate({"arch": "allreduce"}))
+    assert any("not charged to all-reduce" in n for n in sc.notes)
+
+
+def test_bad_fabric_cpu_is_one_line(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("nodes: [{count: 1, gpus: 2, intra: 1Gbps, intra_cpu_s_per_byte: -1}]\n")
+    result = CliRunner().invoke(app, ["predict", "--config", str(path), "--model", "resnet18"])
+    assert_one_line_error(result, "intra_cpu_s_per_byte")

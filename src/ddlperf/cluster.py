@@ -116,6 +116,18 @@ class NodeGroup(_Hosts):
     gpus: int = Field(default=1, gt=0, description="workers per server")
     intra: float | None = Field(default=None, description="bits/s per GPU and direction")
     nics: int = Field(default=1, gt=0, description="NICs per server")
+    intra_cpu_s_per_byte: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False,
+        description="host CPU seconds per byte a GPU sends or receives over the fabric (TCP "
+                    "over a host's loopback; none for NVLink or PCIe peer copies); charged "
+                    "only under cpu_cap (ddlperf.host_cpu)")
+
+    @property
+    def intra_cpu_wall_s_per_byte(self) -> float:
+        """Wall seconds per fabric byte that the cap costs a GPU's compute (0 uncapped)."""
+        if self.cpu_cap is None or not self.intra_cpu_s_per_byte:
+            return 0.0
+        return self.intra_cpu_s_per_byte / self.cpu_cap
 
     @field_validator("intra", mode="before")
     @classmethod
@@ -272,7 +284,7 @@ class Cluster(BaseModel):
         def key(g: ServerGroup) -> tuple[Any, ...]:
             s = g.source
             return (s.device, s.speed, s.batch_size, g.up, g.down, g.gpus, g.intra, g.nics,
-                    s.comm_cpu_wall_s_per_byte)
+                    s.comm_cpu_wall_s_per_byte, getattr(s, "intra_cpu_wall_s_per_byte", 0.0))
 
         return any(key(g) != key(first) for g in groups[1:])
 

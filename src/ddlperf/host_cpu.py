@@ -13,7 +13,13 @@ wall seconds per byte, where that CPU really runs:
   it moves: each layer's backward by its tensors' pushes, each layer's forward by its pulls.
   The step is then (compute CPU + communication CPU) / cap, never shorter. With local
   aggregation a GPU moves 1/G of the gradient over the NIC (the server's push and pull are
-  split over its G GPUs); the intra-node fabric costs no host CPU.
+  split over its G GPUs) and sends and receives (G−1)/G of it over the intra-node fabric in
+  the reduce-scatter (during backward) and again in the all-gather (during forward). A fabric
+  of peer copies (NVLink, PCIe P2P) costs no host CPU (``intra_cpu_s_per_byte`` unset); one
+  that is TCP through the host (an emulated server's loopback, or ranks on one host without
+  a GPU fabric) costs ``intra_cpu_s_per_byte`` per byte, paid from the same cap. The sums of
+  the reduce-scatter ((G−1)/G of the gradient in float adds, memory-bound) are not charged:
+  a few ms per iteration where the transfers cost hundreds.
 - **all-reduce.** A bucket is reduced by the framework's communication threads while the compute
   thread waits or runs backward. Per ring step a worker sends one chunk and receives one, so
   its CPU is a link of ``cpu_cap / (2 · comm_cpu_s_per_byte)`` payload bytes/s on each of its
@@ -55,18 +61,32 @@ def ps_charged_compute(workload: Workload, forward: np.ndarray, backward: np.nda
     return fwd, bwd
 
 
+def ps_bytes_per_gradient_byte(gpus: int, local_aggregation: bool) -> tuple[float, float]:
+    """Bytes a PS worker sends or receives per gradient byte, once on the way out (its push,
+    its reduce-scatter) and once on the way in (its pull, its all-gather): (over the NIC,
+    over the fabric). Without local aggregation every GPU pushes and pulls it all."""
+    if not local_aggregation or gpus <= 1:
+        return 1.0, 0.0
+    return 1.0 / gpus, 2.0 * (gpus - 1) / gpus
+
+
 def ring_edge_rate(wall_s_per_byte: float) -> float:
     """Payload bytes/s that a capped worker's CPU allows on each of its ring edges (one chunk
     out and one in per step); ``math.inf`` when nothing is charged."""
     return math.inf if wall_s_per_byte <= 0 else 1.0 / (2.0 * wall_s_per_byte)
 
 
-def ps_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float, moved_bytes: float) -> str:
+def ps_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float, moved_bytes: float,
+            intra_cpu_s_per_byte: float = 0.0, intra_bytes: float = 0.0) -> str:
     """What the cap costs each worker of a PS group per iteration, for the notes."""
     cpu = moved_bytes * comm_cpu_s_per_byte
-    return (f"{name}: communication CPU {cpu * 1e3:.3g} ms per iteration "
-            f"({moved_bytes / 1e6:.3g} MB over the NIC × {comm_cpu_s_per_byte:.3g} s/byte) on "
-            f"a {cpu_cap:g}-core cap: {cpu / cpu_cap * 1e3:.3g} ms more compute per worker")
+    intra_cpu = intra_bytes * intra_cpu_s_per_byte
+    fabric = (f" + {intra_bytes / 1e6:.3g} MB over the fabric × {intra_cpu_s_per_byte:.3g} "
+              "s/byte" if intra_cpu > 0 else "")
+    return (f"{name}: communication CPU {(cpu + intra_cpu) * 1e3:.3g} ms per iteration "
+            f"({moved_bytes / 1e6:.3g} MB over the NIC × {comm_cpu_s_per_byte:.3g} s/byte"
+            f"{fabric}) on a {cpu_cap:g}-core cap: {(cpu + intra_cpu) / cpu_cap * 1e3:.3g} ms "
+            "more compute per worker")
 
 
 def ring_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float) -> str:

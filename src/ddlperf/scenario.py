@@ -407,7 +407,7 @@ def _plan_group(
     batch = group.batch_size or workload.batch_size
     fwd, bwd, unattributed, update = group_compute(workload, device, group.speed, batch, notes)
     per_byte = group.comm_cpu_wall_s_per_byte
-    if per_byte > 0:
+    if per_byte > 0 or getattr(group, "intra_cpu_wall_s_per_byte", 0.0) > 0:
         fwd, bwd = _charge_comm_cpu(workload, strategy, segment, fwd, bwd, notes)
     key = ("ready_offset", id(bwd))
     cache = workload.derived_cache
@@ -436,18 +436,28 @@ def _charge_comm_cpu(workload: Workload, strategy: Strategy, segment: Segment,
                      fwd: np.ndarray, bwd: np.ndarray, notes: list[str],
                      ) -> tuple[np.ndarray, np.ndarray]:
     """A capped group's communication CPU (:mod:`ddlperf.host_cpu`): on the PS, each layer's
-    pushes and pulls over the NIC lengthen its backward and forward; rings take it as a link."""
+    pushes and pulls over the NIC (and with local aggregation its reduce-scatter and
+    all-gather over a fabric that costs host CPU) lengthen its backward and forward; rings
+    take it as a link."""
     group = segment.group.source
-    cap, per_byte = group.cpu_cap, group.comm_cpu_s_per_byte
-    assert cap is not None and per_byte is not None
+    cap = group.cpu_cap
+    assert cap is not None
     _names, sizes, layers, _order = _tensor_arrays(workload)
     gpus = segment.group.gpus
+    nic_per_byte = group.comm_cpu_s_per_byte or 0.0
+    intra_per_byte = getattr(group, "intra_cpu_s_per_byte", None) or 0.0
     if strategy.arch == "ps":
-        share = 1.0 / gpus if strategy.local_aggregation and gpus > 1 else 1.0
-        fwd, bwd = host_cpu.ps_charged_compute(
-            workload, fwd, bwd, layers, sizes, group.comm_cpu_wall_s_per_byte * share)
-        moved = 2.0 * float(sizes.sum()) * share
-        notes.append(host_cpu.ps_note(group.name, cap, per_byte, moved))
+        nic, intra = host_cpu.ps_bytes_per_gradient_byte(
+            gpus, strategy.local_aggregation and gpus > 1)
+        cpu_per_byte = nic * nic_per_byte + intra * intra_per_byte
+        fwd, bwd = host_cpu.ps_charged_compute(workload, fwd, bwd, layers, sizes,
+                                               cpu_per_byte / cap)
+        notes.append(host_cpu.ps_note(group.name, cap, nic_per_byte, 2.0 * nic * float(
+            sizes.sum()), intra_per_byte, 2.0 * intra * float(sizes.sum())))
     else:
-        notes.append(host_cpu.ring_note(group.name, cap, per_byte))
+        if nic_per_byte > 0:
+            notes.append(host_cpu.ring_note(group.name, cap, nic_per_byte))
+        if intra_per_byte > 0 and gpus > 1:
+            notes.append(f"{group.name}: the fabric's host CPU (intra_cpu_s_per_byte) is not "
+                         "charged to all-reduce")
     return fwd, bwd

@@ -6,6 +6,7 @@ import pytest
 
 from ddlperf.cluster import Cluster
 from ddlperf.validate import probed_cluster, with_worker_overrides
+from ddlperf.validate.clusters import with_quotas
 
 
 def test_worker_overrides_split_only_the_groups_they_touch() -> None:
@@ -49,5 +50,24 @@ def test_worker_overrides_set_a_cap_and_its_communication_cpu() -> None:
     cluster = Cluster.from_dict({"bandwidth": 100e6, "workers": 2, "ps": 1})
     out = with_worker_overrides(cluster, {1: {"speed": 0.5, "cpu_cap": 0.5,
                                               "comm_cpu_s_per_byte": 1e-9}})
+    assert [(g.speed, g.cpu_cap, g.comm_cpu_s_per_byte) for g in out.workers] == [
+        (1.0, None, None), (0.5, 0.5, 1e-9)]
+
+
+def test_quotas_on_a_server_cap_each_of_its_gpus_and_charge_its_fabric() -> None:
+    # the emulated server's fabric is TCP over its loopback: the same CPU per byte as the NIC
+    cluster = Cluster.from_dict({"bandwidth": 500e6, "ps": 1, "nodes": [
+        {"count": 2, "gpus": 2, "intra": 1e9}]})
+    speeds = {"node1/gpu0": {"speed": 0.7, "quota": 0.7},
+              "node1/gpu1": {"speed": 0.7, "quota": 0.7}}
+    out = with_quotas(cluster, speeds, 3e-9)
+    assert [(g.count, g.speed, g.cpu_cap, g.comm_cpu_s_per_byte, g.intra_cpu_s_per_byte)
+            for g in out.nodes] == [(1, 1.0, None, None, None), (1, 0.7, 0.7, 3e-9, 3e-9)]
+    assert out.worker_count == 4 and out.nodes[1].intra == 1e9
+
+
+def test_quotas_on_workers_charge_their_nic_only() -> None:
+    cluster = Cluster.from_dict({"bandwidth": 100e6, "workers": 2, "ps": 1})
+    out = with_quotas(cluster, {"w1": {"speed": 0.5, "quota": 0.5}}, 1e-9)
     assert [(g.speed, g.cpu_cap, g.comm_cpu_s_per_byte) for g in out.workers] == [
         (1.0, None, None), (0.5, 0.5, 1e-9)]

@@ -93,6 +93,18 @@ def test_fingerprint_is_stable_and_follows_the_parameters(tmp_path: Path) -> Non
      ["no worker w7"]),
     ("{name: s, model: mobilenet_v2, compute: real, cpu_quota: {w1: 0.01}}",
      ["between 0.1 and 1"]),
+    ("{name: s, model: mobilenet_v2, compute: real, local_aggregation: true, cluster: "
+     "{nodes: {count: 1, gpus: 2, intra: 1Gbps}, ps: 1}, cpu_quota: {node0: 0.7}}",
+     ["cpu_quota", "'node0' is not a GPU rank of a server", "node0/gpu0 … node0/gpu1"]),
+    ("{name: s, model: mobilenet_v2, compute: real, cluster: "
+     "{nodes: {count: 1, gpus: 2, intra: 1Gbps}, ps: 1}, cpu_quota: {node0/gpu2: 0.7}}",
+     ["no worker node0/gpu2"]),
+    ("{name: s, model: mobilenet_v2, compute: real, cluster: {nodes: {count: 1, gpus: 2, "
+     "intra: 1Gbps}, ps: 1}, cpu_quota: {node0/gpu0: 0.7, node0/gpu1: 0.6}}",
+     ["the GPUs of node0 have different quotas", "node0/gpu0, node0/gpu1"]),
+    ("{name: s, model: mobilenet_v2, compute: real, cluster: {nodes: {count: 1, gpus: 2, "
+     "intra: 1Gbps}, ps: 1}, cpu_quota: {node0/gpu1: 0.7}}",
+     ["the GPUs of node0 have different quotas"]),
     ("{name: s, model: mobilenet_v2, compute: real, device: A100}", ["device", "this CPU"]),
     ("{name: s, model: mobilenet_v2, arch: allreduce, ps: 1}", ["no parameter servers"]),
     ("{name: s, model: mobilenet_v2, sync: ssp}", ["staleness"]),
@@ -142,3 +154,12 @@ def test_the_repository_matrices_are_valid_and_within_the_machine() -> None:
     assert {p.compute for p in plans} == {"real", "emulated"}
     _m, smoke = plan_matrix(ROOT / "scenarios" / "smoke.yaml")
     assert 1 <= len(smoke) <= 2 and all(p.compute == "emulated" for p in smoke)
+
+
+def test_a_quota_on_every_gpu_of_a_server_is_planned(tmp_path: Path) -> None:
+    _m, plans = plan_matrix(write(tmp_path, (
+        "scenarios:\n  - {name: s, model: mobilenet_v2, compute: real, local_aggregation: "
+        "true, cluster: {nodes: {count: 1, gpus: 2, intra: 1Gbps}, ps: 1}, "
+        "cpu_quota: {node0/gpu0: 0.7, node0/gpu1: 0.7}}\n")))
+    assert plans[0].cpu_quota == {"node0/gpu0": 0.7, "node0/gpu1": 0.7}
+    assert plans[0].describe()["cpu_quota"] == {"node0/gpu0": 0.7, "node0/gpu1": 0.7}

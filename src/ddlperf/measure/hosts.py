@@ -42,16 +42,20 @@ class HostSpec:
         if self.rack is not None and (isinstance(self.rack, bool)
                                       or not isinstance(self.rack, int) or self.rack < 0):
             raise InputError(f"{self.name}.rack", f"must be a rack index ≥ 0, got {self.rack!r}")
-        quota = self.cpu_quota
-        if quota is not None:
-            cores = os.cpu_count() or 1
-            bad_type = isinstance(quota, bool) or not isinstance(quota, (int, float))
-            if bad_type or not math.isfinite(quota) or not 0.1 <= quota <= cores:
-                raise InputError(
-                    f"{self.name}.cpu_quota",
-                    f"must be a share of one core between 0.1 and {cores}, got {quota!r}",
-                    "e.g. 0.5 for half a core, or leave it out for no limit",
-                )
+        if self.cpu_quota is not None:
+            check_quota(f"{self.name}.cpu_quota", self.cpu_quota)
+
+
+def check_quota(field: str, quota: object) -> None:
+    """A CPU quota is a share of one core between 0.1 and this machine's cores."""
+    cores = os.cpu_count() or 1
+    bad_type = isinstance(quota, bool) or not isinstance(quota, (int, float))
+    if bad_type or not math.isfinite(quota) or not 0.1 <= quota <= cores:  # type: ignore[arg-type]
+        raise InputError(
+            field,
+            f"must be a share of one core between 0.1 and {cores}, got {quota!r}",
+            "e.g. 0.5 for half a core, or leave it out for no limit",
+        )
 
 
 def _check_rate(field: str, value: object) -> None:

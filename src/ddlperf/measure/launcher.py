@@ -28,6 +28,7 @@ import numpy as np
 from ddlperf.errors import InputError
 from ddlperf.measure import cpu_precedence
 from ddlperf.measure.records import append_record, read_records
+from ddlperf.measure.rank_quotas import in_rank_quota
 from ddlperf.measure.traffic import expected_flows, host_links, link_loads
 from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,
@@ -225,7 +226,8 @@ def run_emulated(
     try:
         for entry in table:
             log = logs / f"{file_name(entry['name'])}.log"
-            argv = [sys.executable, "-m", module, "--spec", str(spec_path)]
+            argv = in_rank_quota(cluster, entry, (spec.get("rank_quotas") or {}).get(
+                entry["name"]), [sys.executable, "-m", module, "--spec", str(spec_path)])
             env = _env(entry, len(table), master, port, interface)
             if gated:
                 env[GATE_ENV] = str(gate.directory)

@@ -34,6 +34,7 @@ from ddlperf.errors import InputError
 from ddlperf.io import prepare_output_dir, write_atomic
 from ddlperf.measure import cpu_precedence, servers
 from ddlperf.measure.counters import link_counts
+from ddlperf.measure.rank_quotas import in_rank_quota, split_quotas
 from ddlperf.measure.launcher import (
     RunFailed,
     build_spec,
@@ -209,7 +210,8 @@ def measure(
     ``timeout``: seconds a rank may go without finishing an iteration (until its first one:
     at least 60 s, for imports and rendezvous).
     ``cpu_quota``: host name → share of one core (cgroup), e.g. ``{"w1": 0.5}``; on servers a
-    host is a server (``node1``), all its ranks in the quota.
+    host is a server (``node1``), all its ranks in the quota, and a rank (``node1/gpu0``) is
+    that rank alone (:mod:`ddlperf.measure.rank_quotas`).
     Servers and racks (``gpus_per_node`` … ``local_aggregation``) as in ``predict``; see
     :mod:`ddlperf.measure.servers` for how they are emulated. ``backend``: gloo (nccl needs
     CUDA GPUs, which the emulated cluster has not).
@@ -231,7 +233,10 @@ def measure(
     spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
                       model=model_name)
     table = rank_table(spec)
-    hosts = host_specs(sc, table, dict(cpu_quota or {}))
+    host_quotas, rank_quotas = split_quotas(table, dict(cpu_quota or {}))
+    hosts = host_specs(sc, table, host_quotas)
+    if rank_quotas:
+        spec["rank_quotas"] = rank_quotas
     if len(hosts) < 2:
         raise InputError("--workers", "a measurement needs at least two hosts",
                          "use --workers 2 or more (or a PS)")
@@ -380,17 +385,25 @@ def wire_check(spec: dict[str, Any], before: dict[str, int], after: dict[str, in
 
 def _single_real(net: Any, spec: dict[str, Any], spec_path: Path, hosts: list[Any],
                  iterations: int, warmup: int, timeout: float) -> dict[str, Any]:
-    """Median step of the real model alone on the fastest worker host (its CPU quota)."""
-    first = {}  # host → its first worker's index
-    for w in spec["workers"]:
-        first.setdefault(w.get("host", w["name"]), int(w["index"]))
-    workers = [h for h in hosts if h.name in first]
-    best = max(workers, key=lambda h: h.cpu_quota if h.cpu_quota is not None else 1e9)
-    index = first[best.name]
+    """Median step of the real model alone on the fastest worker (its host's or its own CPU
+    quota)."""
+    quota = {h.name: h.cpu_quota for h in hosts}
+    rank_quotas = spec.get("rank_quotas") or {}
+
+    def cores(w: dict[str, Any]) -> float:
+        caps = [q for q in (quota.get(w.get("host", w["name"])), rank_quotas.get(w["name"]))
+                if q is not None]
+        return min(caps) if caps else 1e9
+
+    worker = max(spec["workers"], key=cores)  # the first of the fastest
+    index = int(worker["index"])
+    best = next(h for h in hosts if h.name == worker.get("host", worker["name"]))
+    entry = next(e for e in rank_table(spec) if e["role"] == "worker" and e["index"] == index)
     count = max(3, min(iterations, 10))
-    argv = [sys.executable, "-m", "ddlperf.measure.compute", "--spec", str(spec_path),
-            "--single", str(index), "--iterations", str(count), "--warmup",
-            str(max(1, min(warmup, 3)))]
+    argv = in_rank_quota(net, entry, rank_quotas.get(worker["name"]), [
+        sys.executable, "-m", "ddlperf.measure.compute", "--spec", str(spec_path),
+        "--single", str(index), "--iterations", str(count), "--warmup",
+        str(max(1, min(warmup, 3)))])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = net.popen(best.name, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                      text=True, env=env, start_new_session=True)
@@ -405,7 +418,6 @@ def _single_real(net: Any, spec: dict[str, Any], spec_path: Path, hosts: list[An
         tail = (stderr.strip().splitlines() or ["?"])[-1]
         raise RunFailed(f"the single-worker baseline on {best.name} failed: {tail}")
     result = json.loads(stdout.strip().splitlines()[-1])
-    worker = spec["workers"][index]
     step = float(result["median"])
     return {"worker": best.name, "device": worker["device_label"], "iteration_time_s": step,
             "throughput_samples_per_s": worker["batch_size"] / step,
@@ -488,6 +500,7 @@ def measurement_context(
         "run_id": run_id,
         "hosts": [{"name": h.name, "uplink_bps": h.uplink_bps, "downlink_bps": h.downlink_bps,
                    "cpu_quota": h.cpu_quota} for h in hosts],
+        "rank_cpu_quota": spec.get("rank_quotas") or None,
         "probe": probed, "wire_check": wire, "durations_s": durations,
         "ps_update_s_per_byte": update_per_byte,
     }

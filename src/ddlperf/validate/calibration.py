@@ -209,7 +209,7 @@ def quota_speeds(plan: Plan, warm_s: float = 1.5, window_s: float = 8.0
     cores, which is slower than beside a busy copy, as a throttled process leaves its vCPU
     idle), free-running for ASP (the others never wait). Both are timed at the same moment of
     this machine's speed, which drifts by ~10% from process to process; ``speed`` = free
-    median step / quota'd median step."""
+    median step / quota'd median step. Workers with the same quota share one timing."""
     from ddlperf.measure import cgroups
 
     if not cgroups.available():
@@ -219,7 +219,11 @@ def quota_speeds(plan: Plan, warm_s: float = 1.5, window_s: float = 8.0
     argv = _timer_argv(str(plan.model), plan.workload.batch_size, warm_s, window_s, lockstep)
     out: dict[str, dict[str, Any]] = {}
     for host, share in sorted(plan.cpu_quota.items()):
-        path = cgroups.CPU_ROOT / f"ddlperf-validate-{os.getpid()}-{host}"
+        same = next((t for t in out.values() if t["quota"] == share), None)
+        if same is not None:  # the same model under the same quota: one timing serves both
+            out[host] = dict(same)
+            continue
+        path = cgroups.CPU_ROOT / f"ddlperf-validate-{os.getpid()}-{host.replace('/', '-')}"
         cgroups.create(path, share)
         try:
             commands = [cgroups.wrap(path, argv), argv]

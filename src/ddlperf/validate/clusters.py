@@ -22,13 +22,8 @@ def with_worker_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]]
         indices = range(first, first + count)
         if any(i in overrides for i in indices):
             for i in indices:
-                single = {**group, "count": 1}
                 change = overrides.get(i, {})
-                if "speed" in change:
-                    single["speed"] = float(group.get("speed", 1.0)) * float(change["speed"])
-                for key in ("cpu_cap", "comm_cpu_s_per_byte"):
-                    if key in change:
-                        single[key] = float(change[key])
+                single = _changed(group, change)
                 for key in ("uplink", "downlink"):
                     if key in change:
                         single.pop("bandwidth", None)
@@ -40,6 +35,54 @@ def with_worker_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]]
     data["workers"] = groups
     data.update(top)
     return Cluster.from_dict(data)
+
+
+def _changed(group: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    """One member of ``group`` with ``change``: ``speed`` multiplies, CPU fields replace."""
+    single = {**group, "count": 1}
+    if "speed" in change:
+        single["speed"] = float(group.get("speed", 1.0)) * float(change["speed"])
+    for key in ("cpu_cap", "comm_cpu_s_per_byte", "intra_cpu_s_per_byte"):
+        if key in change:
+            single[key] = float(change[key])
+    return single
+
+
+def with_server_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]]) -> Cluster:
+    """A ``nodes:`` cluster with per-server changes (``{server index: {"speed": …}}``), as
+    :func:`with_worker_overrides` does for workers: groups holding a changed server are
+    split into single servers; ``speed`` multiplies, the CPU fields replace."""
+    data = cluster.to_dict()
+    groups: list[dict[str, Any]] = []
+    first = 0
+    for group in data["nodes"]:
+        count = int(group.get("count", 1))
+        indices = range(first, first + count)
+        first += count
+        if not any(i in overrides for i in indices):
+            groups.append(group)
+            continue
+        groups += [_changed(group, overrides.get(i, {})) for i in indices]
+    data["nodes"] = groups
+    return Cluster.from_dict(data)
+
+
+def with_quotas(cluster: Cluster, speeds: dict[str, dict[str, Any]], per_byte: float
+                ) -> Cluster:
+    """The quota'd workers (``w1``; on servers every GPU of the server, ``node0/gpu1``) with
+    their timed ``speed``, the quota as ``cpu_cap`` and ``per_byte`` as the CPU each byte
+    they move costs (:mod:`ddlperf.host_cpu`): over the NIC, and on an emulated server over
+    its fabric too, which is TCP over the host's loopback (docs/validation.md)."""
+    if not cluster.nodes:
+        return with_worker_overrides(cluster, {
+            int(name[1:]): {"speed": s["speed"], "cpu_cap": s["quota"],
+                            "comm_cpu_s_per_byte": per_byte} for name, s in speeds.items()})
+    by_server: dict[int, dict[str, Any]] = {}
+    for name, s in speeds.items():
+        server = int(name.split("/")[0].removeprefix("node"))
+        by_server[server] = {"speed": s["speed"], "cpu_cap": s["quota"],
+                             "comm_cpu_s_per_byte": per_byte, "intra_cpu_s_per_byte": per_byte}
+    return with_server_overrides(cluster, by_server)
 
 
 def with_ps_update(cluster: Cluster, seconds_per_byte: float) -> Cluster:
@@ -101,6 +144,17 @@ def _probed_servers(cluster: Cluster, rate: Any, data_ps: dict[str, Any]) -> Clu
 def worker_up_bps(cluster: Cluster, index: int) -> float:
     """Worker ``index``'s sending line rate (bits/s) in a ``workers:`` cluster."""
     return cluster.worker_up(_worker_groups(cluster)[index])
+
+
+def quota_nic_bps(plan: Any) -> float:
+    """The sending line rate of the first quota'd worker's NIC (bits/s): what the
+    communication-CPU calibration runs at."""
+    first = sorted(plan.cpu_quota)[0]
+    if not plan.cluster.nodes:
+        return worker_up_bps(plan.cluster, int(first[1:]))
+    server = int(first.split("/")[0].removeprefix("node"))
+    groups = [g for g in plan.cluster.nodes for _ in range(g.count)]
+    return plan.cluster.worker_up(groups[server])
 
 
 def _worker_groups(cluster: Cluster) -> list[Any]:

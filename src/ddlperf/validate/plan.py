@@ -125,23 +125,38 @@ def _check_rates(scenario: Any) -> None:
     check_emulatable(scenario)
 
 
-def _check_quota(quota: dict[str, float], compute: str, workers: int) -> None:
+def _check_quota(quota: dict[str, float], compute: str, scenario: Any) -> None:
+    """Quotas name workers (``w1``; on servers each GPU rank, ``node0/gpu1``), as the
+    predictors' per-worker ``cpu_cap``: a server's GPUs are one group, so a quota'd server
+    has one quota for all its GPUs."""
     if not quota:
         return
     if compute != "real":
         raise InputError("cpu_quota", "only slows real compute (emulated device time is a "
                          "wait, not CPU work)",
                          "use compute: real, or a slow worker group's speed in cluster")
+    names = [scenario.worker_name(i) for i in range(scenario.worker_count)]
+    span = f"{names[0]} … {names[-1]}" if len(names) > 1 else names[0]
     for host, share in quota.items():
-        match = re.fullmatch(r"w(\d+)", host)
-        if not match:
-            raise InputError("cpu_quota", f"{host!r} is not a worker host (w0 … w{workers - 1})",
-                             "a CPU quota on a PS host is not modelled by the predictors")
-        if int(match.group(1)) >= workers:
-            raise InputError("cpu_quota", f"no worker {host} (this scenario has {workers})",
-                             f"use w0 … w{workers - 1}")
+        if host not in names:
+            if re.fullmatch(r"w\d+|node\d+/gpu\d+", host):
+                raise InputError("cpu_quota", f"no worker {host} (this scenario has "
+                                 f"{len(names)})", f"use {span}")
+            what = "worker host" if scenario.cluster.workers else "GPU rank of a server"
+            raise InputError("cpu_quota", f"{host!r} is not a {what} ({span})",
+                             "a CPU quota on a PS host is not modelled by the predictors"
+                             if host.startswith("ps") else f"use {span}")
         if not (isinstance(share, (int, float)) and 0.1 <= share <= 1.0):
             raise InputError("cpu_quota", f"{host}: must be between 0.1 and 1 core, got {share!r}")
+    servers: dict[str, list[str]] = {}
+    for name in names:
+        servers.setdefault(name.split("/")[0], []).append(name)
+    for server, ranks in servers.items():
+        given = {quota.get(r) for r in ranks}
+        if len(ranks) > 1 and len(given) > 1:
+            raise InputError("cpu_quota", f"the GPUs of {server} have different quotas (a "
+                             "server's GPUs are one group in the predictors)",
+                             f"give {', '.join(ranks)} the same quota")
 
 
 def plan_scenario(params: dict[str, Any], *, name: str, index: int,
@@ -211,7 +226,7 @@ def plan_scenario(params: dict[str, Any], *, name: str, index: int,
                              f"{cores} cores is not trustworthy", f"use at most {cores} workers "
                              "with compute: real, or compute: emulated")
     quota = dict(params.get("cpu_quota") or {})
-    _check_quota(quota, compute, cluster.worker_count)
+    _check_quota(quota, compute, scenario)
     plan = Plan(
         name=name, index=index, note=params.get("note"), params=params, workload=workload,
         cluster=cluster, strategy=strategy, compute=compute, model=model, cpu_quota=quota,

@@ -15,12 +15,7 @@ from ddlperf.errors import InputError
 from ddlperf.io import write_atomic
 from ddlperf.prediction import Prediction
 from ddlperf.validate.calibration import calibrate_ps_update, profile_real, quota_speeds
-from ddlperf.validate.clusters import (
-    probed_cluster,
-    with_ps_update,
-    with_worker_overrides,
-    worker_up_bps,
-)
+from ddlperf.validate.clusters import probed_cluster, quota_nic_bps, with_ps_update, with_quotas
 from ddlperf.validate.comm_cpu import calibrate_comm_cpu
 from ddlperf.validate.compare import METHODS, compare, summarize
 from ddlperf.validate.matrix_file import load_matrix
@@ -104,8 +99,7 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
         inputs["quota"] = speeds
         say("timing communication CPU (the PS trainer, 1 worker + 1 shard)")
         t0 = time.monotonic()
-        first = min(int(h[1:]) for h in speeds)
-        comm = calibrate_comm_cpu(workload, worker_up_bps(cluster, first), plan.compute)
+        comm = calibrate_comm_cpu(workload, quota_nic_bps(plan), plan.compute)
         durations["comm_cpu_timing_s"] = time.monotonic() - t0
         inputs["comm_cpu_s_per_byte"] = {
             "value": comm["comm_cpu_s_per_byte"],
@@ -121,11 +115,8 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
     predict_cluster = cluster
     if speeds:
         # a quota'd host pays its communication CPU from its quota (ddlperf.host_cpu)
-        per_byte = inputs["comm_cpu_s_per_byte"]["value"]
-        predict_cluster = with_worker_overrides(
-            predict_cluster, {int(h[1:]): {"speed": s["speed"], "cpu_cap": s["quota"],
-                                           "comm_cpu_s_per_byte": per_byte}
-                              for h, s in speeds.items()})
+        predict_cluster = with_quotas(predict_cluster, speeds,
+                                      inputs["comm_cpu_s_per_byte"]["value"])
     probe = measurement.inputs.get("measure", {}).get("probe") or {}
     if rates == "probed":
         if not probe:
