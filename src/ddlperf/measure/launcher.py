@@ -27,8 +27,8 @@ import numpy as np
 
 from ddlperf.errors import InputError
 from ddlperf.measure import cpu_precedence
-from ddlperf.measure.records import append_record, read_records
 from ddlperf.measure.rank_quotas import in_rank_quota
+from ddlperf.measure.records import append_record, read_records
 from ddlperf.measure.traffic import expected_flows, host_links, link_loads
 from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,

@@ -34,12 +34,12 @@ from ddlperf.errors import InputError
 from ddlperf.io import prepare_output_dir, write_atomic
 from ddlperf.measure import cpu_precedence, servers
 from ddlperf.measure.counters import link_counts
-from ddlperf.measure.rank_quotas import in_rank_quota, split_quotas
 from ddlperf.measure.launcher import (
     RunFailed,
     build_spec,
     run_emulated,
 )
+from ddlperf.measure.rank_quotas import in_rank_quota, split_quotas
 from ddlperf.measure.records import append_record, read_records, summarize, write_summary
 from ddlperf.measure.servers import max_link_bps as max_link_bps  # validate's rate limit
 from ddlperf.measure.traffic import expected_flows, host_links, link_loads

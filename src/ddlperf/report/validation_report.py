@@ -334,7 +334,13 @@ METHOD_TEXT = """\
    its NIC: on the PS each layer's pushes and pulls lengthen its backward and forward (the
    step is never shorter than (compute CPU + communication CPU) / cap); in a ring the CPU is a
    link of `cap / (2 × s/byte)` per edge, which binds only when slower than the network (DDP
-   reduces on gloo's threads beside the wire). Uncapped hosts are charged nothing.
+   reduces on gloo's threads beside the wire). Uncapped hosts are charged nothing. On an
+   emulated server each GPU rank may have its own quota (`cpu_quota: {node0/gpu0: 0.7, …}`,
+   one cgroup per rank, every GPU of a server the same): each rank is a worker with that
+   `cpu_cap`, and with local aggregation it also pays its reduce-scatter and all-gather over
+   the server's loopback from its cap (`intra_cpu_s_per_byte`, the same per-byte figure: the
+   loopback is the same TCP path as the NIC's veth, sender's and receiver's copies and the
+   stack, without the wire).
 3. **The PS processor.** PS shards are CPU processes applying SGD with momentum; their cost per
    gradient byte is timed once per session on this CPU (the optimizer step's CPU seconds on
    one thread; for real compute the profile's own optimizer timing) and given to the
