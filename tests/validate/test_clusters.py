@@ -55,14 +55,16 @@ def test_worker_overrides_set_a_cap_and_its_communication_cpu() -> None:
 
 
 def test_quotas_on_a_server_cap_each_of_its_gpus_and_charge_its_fabric() -> None:
-    # the emulated server's fabric is TCP over its loopback: the same CPU per byte as the NIC
+    # the emulated server's fabric is TCP over its loopback, timed in the session
     cluster = Cluster.from_dict({"bandwidth": 500e6, "ps": 1, "nodes": [
         {"count": 2, "gpus": 2, "intra": 1e9}]})
     speeds = {"node1/gpu0": {"speed": 0.7, "quota": 0.7},
               "node1/gpu1": {"speed": 0.7, "quota": 0.7}}
-    out = with_quotas(cluster, speeds, 3e-9)
+    out = with_quotas(cluster, speeds, 3e-9, 5e-9)
     assert [(g.count, g.speed, g.cpu_cap, g.comm_cpu_s_per_byte, g.intra_cpu_s_per_byte)
-            for g in out.nodes] == [(1, 1.0, None, None, None), (1, 0.7, 0.7, 3e-9, 3e-9)]
+            for g in out.nodes] == [(1, 1.0, None, None, None), (1, 0.7, 0.7, 3e-9, 5e-9)]
+    # not calibrated (no local aggregation): the fabric is not charged
+    assert with_quotas(cluster, speeds, 3e-9).nodes[1].intra_cpu_s_per_byte is None
     assert out.worker_count == 4 and out.nodes[1].intra == 1e9
 
 

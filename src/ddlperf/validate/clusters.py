@@ -67,12 +67,12 @@ def with_server_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]]
     return Cluster.from_dict(data)
 
 
-def with_quotas(cluster: Cluster, speeds: dict[str, dict[str, Any]], per_byte: float
-                ) -> Cluster:
+def with_quotas(cluster: Cluster, speeds: dict[str, dict[str, Any]], per_byte: float,
+                intra_per_byte: float | None = None) -> Cluster:
     """The quota'd workers (``w1``; on servers every GPU of the server, ``node0/gpu1``) with
-    their timed ``speed``, the quota as ``cpu_cap`` and ``per_byte`` as the CPU each byte
-    they move costs (:mod:`ddlperf.host_cpu`): over the NIC, and on an emulated server over
-    its fabric too, which is TCP over the host's loopback (docs/validation.md)."""
+    their timed ``speed``, the quota as ``cpu_cap`` and the CPU each byte they move costs
+    (:mod:`ddlperf.host_cpu`): ``per_byte`` over the NIC and, on an emulated server whose
+    fabric is TCP over its loopback, ``intra_per_byte`` over that (docs/validation.md)."""
     if not cluster.nodes:
         return with_worker_overrides(cluster, {
             int(name[1:]): {"speed": s["speed"], "cpu_cap": s["quota"],
@@ -81,7 +81,9 @@ def with_quotas(cluster: Cluster, speeds: dict[str, dict[str, Any]], per_byte: f
     for name, s in speeds.items():
         server = int(name.split("/")[0].removeprefix("node"))
         by_server[server] = {"speed": s["speed"], "cpu_cap": s["quota"],
-                             "comm_cpu_s_per_byte": per_byte, "intra_cpu_s_per_byte": per_byte}
+                             "comm_cpu_s_per_byte": per_byte}
+        if intra_per_byte is not None:
+            by_server[server]["intra_cpu_s_per_byte"] = intra_per_byte
     return with_server_overrides(cluster, by_server)
 
 
@@ -146,15 +148,21 @@ def worker_up_bps(cluster: Cluster, index: int) -> float:
     return cluster.worker_up(_worker_groups(cluster)[index])
 
 
+def quota_server(plan: Any) -> Any:
+    """The node group of the first quota'd GPU rank (None on a ``workers:`` cluster)."""
+    if not plan.cluster.nodes:
+        return None
+    server = int(sorted(plan.cpu_quota)[0].split("/")[0].removeprefix("node"))
+    return [g for g in plan.cluster.nodes for _ in range(g.count)][server]
+
+
 def quota_nic_bps(plan: Any) -> float:
     """The sending line rate of the first quota'd worker's NIC (bits/s): what the
     communication-CPU calibration runs at."""
     first = sorted(plan.cpu_quota)[0]
     if not plan.cluster.nodes:
         return worker_up_bps(plan.cluster, int(first[1:]))
-    server = int(first.split("/")[0].removeprefix("node"))
-    groups = [g for g in plan.cluster.nodes for _ in range(g.count)]
-    return plan.cluster.worker_up(groups[server])
+    return plan.cluster.worker_up(quota_server(plan))
 
 
 def _worker_groups(cluster: Cluster) -> list[Any]:

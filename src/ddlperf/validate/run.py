@@ -15,8 +15,14 @@ from ddlperf.errors import InputError
 from ddlperf.io import write_atomic
 from ddlperf.prediction import Prediction
 from ddlperf.validate.calibration import calibrate_ps_update, profile_real, quota_speeds
-from ddlperf.validate.clusters import probed_cluster, quota_nic_bps, with_ps_update, with_quotas
-from ddlperf.validate.comm_cpu import calibrate_comm_cpu
+from ddlperf.validate.clusters import (
+    probed_cluster,
+    quota_nic_bps,
+    quota_server,
+    with_ps_update,
+    with_quotas,
+)
+from ddlperf.validate.comm_cpu import calibrate_comm_cpu, calibrate_fabric_cpu
 from ddlperf.validate.compare import METHODS, compare, summarize
 from ddlperf.validate.matrix_file import load_matrix
 from ddlperf.validate.plan import Plan, plan_matrix
@@ -105,6 +111,18 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
             "value": comm["comm_cpu_s_per_byte"],
             "source": "calibrated on this machine in this session: " + comm["how"],
             "calibration": comm}
+        server = quota_server(plan)
+        if server is not None and server.gpus > 1 and plan.strategy.local_aggregation:
+            say("timing the server's loopback CPU (local aggregation, uncapped)")
+            t0 = time.monotonic()
+            fabric = calibrate_fabric_cpu(workload, server.gpus, float(server.intra or 0),
+                                          quota_nic_bps(plan), comm["comm_cpu_s_per_byte"],
+                                          plan.compute)
+            durations["fabric_cpu_timing_s"] = time.monotonic() - t0
+            inputs["intra_cpu_s_per_byte"] = {
+                "value": fabric["intra_cpu_s_per_byte"],
+                "source": "calibrated on this machine in this session: " + fabric["how"],
+                "calibration": fabric}
     t0 = time.monotonic()
     measurement = measure(
         workload=workload, cluster=cluster, strategy=plan.strategy, compute=plan.compute,
@@ -116,7 +134,8 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
     if speeds:
         # a quota'd host pays its communication CPU from its quota (ddlperf.host_cpu)
         predict_cluster = with_quotas(predict_cluster, speeds,
-                                      inputs["comm_cpu_s_per_byte"]["value"])
+                                      inputs["comm_cpu_s_per_byte"]["value"],
+                                      (inputs.get("intra_cpu_s_per_byte") or {}).get("value"))
     probe = measurement.inputs.get("measure", {}).get("probe") or {}
     if rates == "probed":
         if not probe:
