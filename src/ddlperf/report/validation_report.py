@@ -338,9 +338,10 @@ METHOD_TEXT = """\
    emulated server each GPU rank may have its own quota (`cpu_quota: {node0/gpu0: 0.7, …}`,
    one cgroup per rank, every GPU of a server the same): each rank is a worker with that
    `cpu_cap`, and with local aggregation it also pays its reduce-scatter and all-gather over
-   the server's loopback from its cap (`intra_cpu_s_per_byte`, the same per-byte figure: the
-   loopback is the same TCP path as the NIC's veth, sender's and receiver's copies and the
-   stack, without the wire).
+   the server's loopback from its cap: `intra_cpu_s_per_byte`, timed in the same session
+   with the server's own trainer (one uncapped server, local aggregation, one shard, the
+   model computing): each rank's CPU per iteration less the model's step alone and less its
+   NIC bytes at `comm_cpu_s_per_byte`, per byte it moved over the loopback.
 3. **The PS processor.** PS shards are CPU processes applying SGD with momentum; their cost per
    gradient byte is timed once per session on this CPU (the optimizer step's CPU seconds on
    one thread; for real compute the profile's own optimizer timing) and given to the
