@@ -14,27 +14,44 @@ def with_worker_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]]
     that hold a changed worker are split into single workers, in order; ``speed`` multiplies
     the group's, ``cpu_cap``/``comm_cpu_s_per_byte`` and link rates replace its; ``top``
     replaces top-level keys (e.g. ``goodput``, ``ps``)."""
+
+    def worker(group: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+        single = _changed(group, change)
+        for key in ("uplink", "downlink"):
+            if key in change:
+                single.pop("bandwidth", None)
+                single[key] = change[key]
+        return single
+
     data = cluster.to_dict()
-    groups: list[dict[str, Any]] = []
-    first = 0
-    for group in data["workers"]:
-        count = int(group.get("count", 1))
-        indices = range(first, first + count)
-        if any(i in overrides for i in indices):
-            for i in indices:
-                change = overrides.get(i, {})
-                single = _changed(group, change)
-                for key in ("uplink", "downlink"):
-                    if key in change:
-                        single.pop("bandwidth", None)
-                        single[key] = change[key]
-                groups.append(single)
-        else:
-            groups.append(group)
-        first += count
-    data["workers"] = groups
+    data["workers"] = _split(data["workers"], overrides, worker)
     data.update(top)
     return Cluster.from_dict(data)
+
+
+def with_server_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]]) -> Cluster:
+    """A ``nodes:`` cluster with per-server changes (``{server index: {"speed": …}}``), as
+    :func:`with_worker_overrides` does for workers: groups holding a changed server are
+    split into single servers; ``speed`` multiplies, the CPU fields replace."""
+    data = cluster.to_dict()
+    data["nodes"] = _split(data["nodes"], overrides, _changed)
+    return Cluster.from_dict(data)
+
+
+def _split(groups: list[dict[str, Any]], overrides: dict[int, dict[str, Any]],
+           member: Any) -> list[dict[str, Any]]:
+    """Groups that hold a changed member split into single members (``member(group,
+    change)``), in order; the others as they are."""
+    out: list[dict[str, Any]] = []
+    first = 0
+    for group in groups:
+        indices = range(first, first + int(group.get("count", 1)))
+        first += len(indices)
+        if any(i in overrides for i in indices):
+            out += [member(group, overrides.get(i, {})) for i in indices]
+        else:
+            out.append(group)
+    return out
 
 
 def _changed(group: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
@@ -46,25 +63,6 @@ def _changed(group: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
         if key in change:
             single[key] = float(change[key])
     return single
-
-
-def with_server_overrides(cluster: Cluster, overrides: dict[int, dict[str, Any]]) -> Cluster:
-    """A ``nodes:`` cluster with per-server changes (``{server index: {"speed": …}}``), as
-    :func:`with_worker_overrides` does for workers: groups holding a changed server are
-    split into single servers; ``speed`` multiplies, the CPU fields replace."""
-    data = cluster.to_dict()
-    groups: list[dict[str, Any]] = []
-    first = 0
-    for group in data["nodes"]:
-        count = int(group.get("count", 1))
-        indices = range(first, first + count)
-        first += count
-        if not any(i in overrides for i in indices):
-            groups.append(group)
-            continue
-        groups += [_changed(group, overrides.get(i, {})) for i in indices]
-    data["nodes"] = groups
-    return Cluster.from_dict(data)
 
 
 def with_quotas(cluster: Cluster, speeds: dict[str, dict[str, Any]], per_byte: float,
