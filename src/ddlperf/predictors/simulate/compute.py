@@ -20,7 +20,7 @@ OpRecord = tuple[str, float, float, int]
 class Processor:
     """FIFO server on the engine's clock with an optional operation log (for the trace)."""
 
-    __slots__ = ("_engine", "_queue", "_started", "busy", "log", "name")
+    __slots__ = ("_engine", "_free", "_queue", "_started", "busy", "log", "name")
 
     def __init__(self, engine: Engine, name: str, log: list[OpRecord] | None = None) -> None:
         self._engine = engine
@@ -29,6 +29,7 @@ class Processor:
         self.busy = False
         self._queue: deque[tuple[float, Callable[..., Any], tuple[Any, ...], str, int]] = deque()
         self._started = 0.0
+        self._free = 0.0  # reserve(): when the last reserved job ends
 
     def submit(
         self, duration: float, done: Callable[..., Any], args: tuple[Any, ...] = (),
@@ -45,6 +46,29 @@ class Processor:
         self.busy = True
         self._started = self._engine.now
         self._engine.schedule(duration, self._finish, done, args, label, iteration)
+
+    def reserve(
+        self, arrival: float, duration: float, done: Callable[..., Any], args: tuple[Any, ...],
+        label: str = "", iteration: int = -1,
+    ) -> None:
+        """Book a job that arrives at ``arrival`` (>= now) and call ``done(*args)`` when it ends.
+
+        For a stream whose every job is booked this way, in the order of their arrivals (a
+        shard's updates when every gradient reaches it over a connection with the same
+        latency, told when its last byte is sent): FIFO with known durations, so each job's
+        end is max(arrival, previous end) + duration, the same floats as :meth:`submit` at
+        the arrival, one event per job and no queue.
+        """
+        free = self._free
+        start = free if free > arrival else arrival
+        self._free = end = start + duration
+        self._engine.post(end, self._finish_reserved, start, done, args, label, iteration)
+
+    def _finish_reserved(self, start: float, done: Callable[..., Any], args: tuple[Any, ...],
+                         label: str, iteration: int) -> None:
+        if self.log is not None:
+            self.log.append((label, start, self._engine.now, iteration))
+        done(*args)
 
     def run_chain(self, end: float, done: Callable[[], Any],
                   records: list[OpRecord] | None) -> None:

@@ -6,6 +6,10 @@ share the worker's uplink. Modelled as one network flow per busy connection (the
 changes when a connection becomes busy or idle, see ``follow`` in :mod:`.network`), with the
 per-message latency α added at the receiver: message k arrives at (its last byte sent) + α, so
 latency is paid once per message but does not stall the pipe.
+
+An *early* connection tells its receiver at the message's end, with the arrival time, instead
+of calling it at the arrival: for receivers that only queue work behind the arrival (a shard's
+updates, see :meth:`.compute.Processor.reserve`), which saves one event per message.
 """
 
 from __future__ import annotations
@@ -21,18 +25,22 @@ from ddlperf.predictors.simulate.network import Flow, Link, Network
 class Connection:
     """FIFO message stream over ``links``; ``weight`` identical senders move together."""
 
-    __slots__ = ("_deliver", "_latency", "_links", "_net", "_queue", "_weight", "flow", "log",
-                 "name")
+    __slots__ = ("_deliver", "_early", "_latency", "_links", "_net", "_queue", "_weight", "flow",
+                 "log", "name")
 
     def __init__(
         self, net: Network, links: Sequence[Link], weight: float, latency: float,
-        deliver: Callable[[Any], Any], name: str, log: list[OpRecord] | None = None,
+        deliver: Callable[..., Any], name: str, log: list[OpRecord] | None = None,
+        early: bool = False,
     ) -> None:
+        """``deliver(payload)`` at each message's arrival, or with ``early``
+        ``deliver(payload, arrival)`` at the end of its last byte."""
         self._net = net
         self._links = tuple(links)
         self._weight = weight
         self._latency = latency
         self._deliver = deliver
+        self._early = early
         self._queue: deque[tuple[float, tuple[Any, str, int]]] = deque()
         self.flow: Flow | None = None
         self.name = name
@@ -47,22 +55,15 @@ class Connection:
         else:
             self._queue.append((size, tag))
 
-    def _arrive(self, flow: Flow) -> None:
-        payload, label, iteration = flow.tag
-        if self.log is not None:
-            self.log.append((label, flow.start_time, self._net.engine.now, iteration))
-        if self._latency > 0.0:
-            self._net.engine.schedule(self._latency, self._deliver, payload)
-        else:
-            self._deliver(payload)
-
     def _follow(self, flow: Flow) -> tuple[float, Any] | None:
-        # _arrive inlined: this runs once per message
+        """A message's last byte is sent: deliver it (α later) and hand over the next one."""
         payload, label, iteration = flow.tag
         engine = self._net.engine
         if self.log is not None:
             self.log.append((label, flow.start_time, engine.now, iteration))
-        if self._latency > 0.0:
+        if self._early:
+            self._deliver(payload, engine.now + self._latency)
+        elif self._latency > 0.0:
             engine.post(engine.now + self._latency, self._deliver, payload)
         else:
             self._deliver(payload)

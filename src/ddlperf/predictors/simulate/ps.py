@@ -163,6 +163,9 @@ class PSModel:
             self.recipients = list(groups.values())
         else:
             self.recipients = [[unit.index] for unit in units]
+        # Noisy runs (no exact ties to keep in order) book a dedicated shard's updates when a
+        # gradient's last byte is sent: every gradient reaches it α later, so in that order.
+        self.early = [net.local and host is None for host in self.shard_host]
         self.caps = caps = ConnectionCaps(sc, net)
         self.push_conn: list[list[Connection | None]] = []
         self.pull_conn: list[list[Connection | None]] = [[] for _ in sc.shards]
@@ -177,10 +180,12 @@ class PSModel:
                         self.pull_conn[k].append(None)
                     continue
                 up = self._connection_tracks(unit, shard.name, "push", log)
+                early = self.early[k]
                 row.append(Connection(net, to_shard + caps.link(unit, shard, "push")
                                       + caps.shard_receive(shard),
-                                      unit.count, alpha, self._pushed,
-                                      f"{unit.label}→{shard.name}", up))
+                                      unit.count, alpha,
+                                      self._pushed_early if early else self._pushed,
+                                      f"{unit.label}→{shard.name}", up, early))
                 if not merged:
                     down = self._connection_tracks(unit, shard.name, "pull", log)
                     from_shard = links.from_shard(unit.index, shard, self.shard_nic[k])
@@ -303,6 +308,29 @@ class PSModel:
         j, k, u, t = payload
         self._arrive(j, k, u, self.units[u].count, t)
 
+    def _pushed_early(self, payload: tuple[int, int, int, int], arrival: float) -> None:
+        """:meth:`_pushed` told at the message's end: it arrives at ``arrival``, where the
+        shard's update is booked (the same times as :meth:`_arrive` and :meth:`_update` at
+        the arrival, one event fewer per gradient)."""
+        j, k, u, t = payload
+        if self.sync == "bsp":
+            left = self.pending[k][j] - self.units[u].count
+            if left > 0:
+                self.pending[k][j] = left
+                return
+            self.pending[k][j] = self.n_workers
+            u = -1
+        duration = self.part_bytes[j][k] * self.shard_update[k]
+        if duration <= 0.0:
+            self.engine.post(arrival, self._updated, j, k, u, t, 0.0)
+            return
+        proc = self.shard_proc[k]
+        label = "" if proc.log is None else self._update_label(j, u)
+        proc.reserve(arrival, duration, self._updated, (j, k, u, t, duration), label, t)
+
+    def _update_label(self, j: int, u: int) -> str:
+        return f"update {self.tensor_names[j]}" + (f" (w{self.units[u].first})" if u >= 0 else "")
+
     def _arrive(self, j: int, k: int, u: int, count: int, t: int) -> None:
         if self.sync == "bsp":
             left = self.pending[k][j] - count
@@ -320,8 +348,7 @@ class PSModel:
             self._updated(j, k, u, t, 0.0)
             return
         proc = self.shard_proc[k]
-        label = "" if proc.log is None else (  # trace only: not built for every update
-            f"update {self.tensor_names[j]}" + (f" (w{self.units[u].first})" if u >= 0 else ""))
+        label = "" if proc.log is None else self._update_label(j, u)  # trace only
         proc.submit(duration, self._updated, (j, k, u, t, duration), label, t)
 
     def _updated(self, j: int, k: int, u: int, t: int, duration: float) -> None:
