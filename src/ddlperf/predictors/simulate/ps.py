@@ -57,12 +57,15 @@ class PSWorker(Worker):
         self.model = model
         self.missing = [0] * model.n_layers  # parts still to arrive, per layer (next iteration)
         self.missing_total = 0
+        # early pulls: when the last counted part arrives, per layer and in all
+        self.ready_at = [0.0] * model.n_layers
+        self.ready_total = 0.0
         self.own_left = 0  # ASP/SSP, overlap off: own updates not yet applied this iteration
 
     def layer_ready(self, layer: int) -> bool:
         if self.model.overlap:
-            return self.missing[layer] == 0
-        return self.missing_total == 0
+            return self.missing[layer] == 0 and self.ready_at[layer] <= self.engine.now
+        return self.missing_total == 0 and self.ready_total <= self.engine.now
 
     def quiet_end(self, kind: int, layer: int) -> bool:
         # Others only see a backward that pushes gradients (overlap on, layer with tensors).
@@ -72,6 +75,8 @@ class PSWorker(Worker):
         # Parameters for iteration t + 1 can only come after this iteration's pushes.
         self.missing = list(self.model.layer_parts)
         self.missing_total = self.model.total_parts
+        self.ready_at = [0.0] * self.model.n_layers
+        self.ready_total = 0.0
 
     def gradients_ready(self, layer: int, t: int) -> None:
         if self.model.overlap:
@@ -166,6 +171,10 @@ class PSModel:
         # Noisy runs (no exact ties to keep in order) book a dedicated shard's updates when a
         # gradient's last byte is sent: every gradient reaches it α later, so in that order.
         self.early = [net.local and host is None for host in self.shard_host]
+        # ... and count a pulled part when its last byte is sent (the worker's forward waits
+        # for its arrival; not with local aggregation, whose all-gather starts there).
+        early_pulls = net.local and not sc.strategy.local_aggregation
+        pulled = self._pulled_early if early_pulls else self._pulled
         self.caps = caps = ConnectionCaps(sc, net)
         self.push_conn: list[list[Connection | None]] = []
         self.pull_conn: list[list[Connection | None]] = [[] for _ in sc.shards]
@@ -192,7 +201,7 @@ class PSModel:
                     self.pull_conn[k].append(Connection(
                         net, from_shard + caps.link(unit, shard, "pull")
                         + caps.worker_receive(unit, unit.index, unit.count), unit.count,
-                        alpha, self._pulled, f"{shard.name}→{unit.label}", down))
+                        alpha, pulled, f"{shard.name}→{unit.label}", down, early_pulls))
             self.push_conn.append(row)
         if merged:
             for shard in sc.shards:
@@ -206,7 +215,8 @@ class PSModel:
                     self.pull_conn[shard.index].append(Connection(
                         net, path + caps.link(first, shard, "pull", copies=count)
                         + caps.worker_receive(first, ("group", members[0]), count), count,
-                        alpha, self._pulled, f"{shard.name}→{first.group.name}", down))
+                        alpha, pulled, f"{shard.name}→{first.group.name}", down,
+                        early_pulls))
         self.local = LocalAggregation(self, alpha) if sc.strategy.local_aggregation else None
 
         # Aggregation state.
@@ -401,6 +411,35 @@ class PSModel:
             else:
                 self._got(j, u)
 
+    def _pulled_early(self, payload: tuple[int, int, int], arrival: float) -> None:
+        """:meth:`_pulled` told at the message's end: the parts are counted now and the
+        layer's gate opens at ``arrival`` (:meth:`PSWorker.layer_ready`), where the worker is
+        poked if that was the layer's (or, overlap off, the model's) last part."""
+        j, r, _t = payload
+        layer = self.tensor_layer[j]
+        overlap = self.overlap
+        for u in self.recipients[r]:
+            worker = self.workers[u]
+            missing = worker.missing
+            missing[layer] -= 1
+            worker.missing_total -= 1
+            if overlap:
+                if arrival > worker.ready_at[layer]:
+                    worker.ready_at[layer] = arrival
+                if missing[layer]:
+                    continue
+                ready = worker.ready_at[layer]
+            else:
+                if arrival > worker.ready_total:
+                    worker.ready_total = arrival
+                if worker.missing_total:
+                    continue
+                ready = worker.ready_total
+            if ready > self.engine.now:
+                self.engine.post(ready, worker.poke)
+            else:
+                worker.poke()
+
     def got_tensor(self, j: int, u: int) -> None:
         """Every part of tensor ``j`` is back on unit ``u`` (after the local all-gather)."""
         for _ in self.parts[j]:
@@ -411,7 +450,17 @@ class PSModel:
         layer = self.tensor_layer[j]
         worker.missing[layer] -= 1
         worker.missing_total -= 1
-        if (worker.missing[layer] == 0 if self.overlap else worker.missing_total == 0):
+        if self.overlap:
+            if worker.missing[layer]:
+                return
+            ready = worker.ready_at[layer]
+        else:
+            if worker.missing_total:
+                return
+            ready = worker.ready_total
+        if ready > self.engine.now:  # an early-counted part is still on its way
+            self.engine.post(ready, worker.poke)
+        else:
             worker.poke()
 
     # -- accounting ----------------------------------------------------------------------------

@@ -47,19 +47,22 @@ class StalenessGate:
             self._lowest[key] = [0, self.units]
         count = counts[unit]
         counts[unit] = version = count + 1
+        lowest = self._lowest[key]
+        if count != lowest[0] or lowest[1] != 1:  # the bound does not move
+            if count == lowest[0]:
+                lowest[1] -= 1
+            if version > lowest[0] + self.staleness:
+                self._waiting[key].append((version, unit, now))
+            else:  # every read waiting has a higher version: this one alone goes out
+                self._account(unit, shard, version, now, now)
+                self._release(key, unit, version)
+            return
+        # the last unit at the lowest count moved up: the bound moves
         waiting = self._waiting[key]
         waiting.append((version, unit, now))
-        lowest = self._lowest[key]
-        moved = False
-        if count == lowest[0]:
-            lowest[1] -= 1
-            if lowest[1] == 0:  # the last unit at the lowest count moved up: the bound moves
-                lowest[0] = version
-                lowest[1] = counts.count(version)
-                moved = True
-        low = lowest[0] + self.staleness
-        if not moved and version > low:
-            return  # every earlier read waits for the bound to move
+        lowest[0] = version
+        lowest[1] = counts.count(version)
+        low = version + self.staleness
         if all(version > low for version, _u, _t in waiting):
             return
         keep = []
