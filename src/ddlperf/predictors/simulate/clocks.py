@@ -23,7 +23,7 @@ bookkeeping, and noiseless runs keep bit-identical ties between identical worker
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
+from heapq import heappop, heappush, heapreplace
 from math import inf
 from typing import TYPE_CHECKING
 
@@ -38,21 +38,30 @@ def finish(net: Network, link: Link) -> None:
     its next message (``follow``) ends when the clock has moved that many bytes more."""
     link._clock_event = None
     heap = link._heap
-    entry = heappop(heap)
+    entry = heap[0]
     while entry[2] is None:
-        entry = heappop(heap)
+        heappop(heap)
+        entry = heap[0]
     flow = entry[2]
     done = link._v = entry[0]  # exactly: that flow has nothing left
     engine = net.engine
     link._vt = now = engine.now
     nxt = None if flow.follow is None else flow.follow(flow)
+    top = heap[0] is entry  # (follow leaves the link's tags alone; if not, mark it stale)
+    if not top:
+        entry[2] = None
     if nxt is None:
+        if top:
+            heappop(heap)
         net._end(flow)
     else:
         size = net._next_message(flow, *nxt)
         net._tags = seq = net._tags + 1
         flow._entry = entry = [done + size, seq, flow]
-        heappush(heap, entry)
+        if top:  # one sift instead of a pop and a push
+            heapreplace(heap, entry)
+        else:
+            heappush(heap, entry)
     while heap and heap[0][2] is None:
         heappop(heap)
     if heap:  # the clock reads ``done``

@@ -44,8 +44,9 @@ class Processor:
     def _run(self, duration: float, done: Callable[..., Any], args: tuple[Any, ...],
              label: str, iteration: int) -> None:
         self.busy = True
-        self._started = self._engine.now
-        self._engine.schedule(duration, self._finish, done, args, label, iteration)
+        engine = self._engine
+        self._started = now = engine.now
+        engine.post(now + duration, self._finish, done, args, label, iteration)
 
     def reserve(
         self, arrival: float, duration: float, done: Callable[..., Any], args: tuple[Any, ...],

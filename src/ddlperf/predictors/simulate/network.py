@@ -336,7 +336,7 @@ class Network:
             self._changes.append((flow, None))
         if not self._realloc_pending:
             self._realloc_pending = True
-            self.engine.schedule(0.0, self._reallocate)
+            self.engine.post(now, self._reallocate)
 
     def _complete(self, flow: Flow) -> None:
         if flow.follow is not None:
@@ -376,7 +376,7 @@ class Network:
             dirty[link] = None
         if not self._realloc_pending:
             self._realloc_pending = True
-            self.engine.schedule(0.0, self._reallocate)
+            self.engine.post(now, self._reallocate)
         if self.observer is not None:
             self.observer(flow, flow.start_time, now)
         if flow.on_complete is not None:
