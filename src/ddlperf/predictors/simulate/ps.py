@@ -418,6 +418,8 @@ class PSModel:
         j, r, _t = payload
         layer = self.tensor_layer[j]
         overlap = self.overlap
+        now = self.engine.now
+        late: list[tuple[float, PSWorker]] = []
         for u in self.recipients[r]:
             worker = self.workers[u]
             missing = worker.missing
@@ -435,10 +437,18 @@ class PSModel:
                 if worker.missing_total:
                     continue
                 ready = worker.ready_total
-            if ready > self.engine.now:
-                self.engine.post(ready, worker.poke)
+            if ready > now:
+                late.append((ready, worker))
             else:
                 worker.poke()
+        # One event per arrival time: a merged group's workers all get the part at once.
+        while late:
+            ready = late[0][0]
+            n = 1
+            while n < len(late) and late[n][0] == ready:
+                n += 1
+            self.engine.post(ready, _poke_all, [worker for _, worker in late[:n]])
+            del late[:n]
 
     def got_tensor(self, j: int, u: int) -> None:
         """Every part of tensor ``j`` is back on unit ``u`` (after the local all-gather)."""
@@ -483,6 +493,11 @@ class PSModel:
         out += server_link_shares(self.units, self.links, share,
                                   skip={id(nic) for nic in self.shard_nic})
         return out
+
+
+def _poke_all(workers: list[PSWorker]) -> None:
+    for worker in workers:
+        worker.poke()
 
 
 def merged_pulls(sc: Scenario, units: list[Unit]) -> bool:
