@@ -258,12 +258,7 @@ class _Job:
                              self.starts(replication))
 
 
-_SHARED: _Job | None = None  # the job of a replication process (set when it forks)
-
-
-def _share(job: _Job) -> None:
-    global _SHARED
-    _SHARED = job
+_SHARED: _Job | None = None  # the job a replication process inherits when it forks
 
 
 def _replica(replication: int) -> tuple[list, list[tuple[str, float]], int]:
@@ -278,18 +273,27 @@ def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
 
     Replication 0 runs here (it fills the trace) while the others run in up to ``jobs − 1``
     processes, unless ``first`` is that run already. Only where ``fork`` exists (the job is
-    shared, not pickled) and we are not a pool's worker ourselves (e.g. inside a parallel
-    sweep).
+    inherited, not pickled) and we are not a pool's worker ourselves (e.g. inside a parallel
+    sweep). The processes are a :class:`~ddlperf.forked_pool.ForkedPool`: a Ctrl-C stops
+    them at once (``multiprocessing.Pool`` can hang in ``terminate`` on a worker that is
+    writing a result).
     """
+    global _SHARED
     cores = jobs if jobs is not None else (os.cpu_count() or 1)
     helpers = min(cores - 1, reps - 1)
     if (helpers < 1 or "fork" not in multiprocessing.get_all_start_methods()
             or multiprocessing.current_process().daemon):
         return [first if r == 0 and first is not None else job.run(r, log if r == 0 else None)
                 for r in range(reps)]
-    context = multiprocessing.get_context("fork")
-    with context.Pool(helpers, initializer=_share, initargs=(job,)) as pool:
-        pending = pool.map_async(_replica, range(1, reps))
+    from ddlperf.forked_pool import ForkedPool
+
+    _SHARED = job  # set before the workers fork
+    pool = ForkedPool(helpers)
+    try:
+        tickets = [pool.submit(_replica, (r,)) for r in range(1, reps)]
         first = first if first is not None else job.run(0, log)
-        others = pending.get()
+        others = [pool.result(t) for t in tickets]
+    finally:
+        pool.close()
+        _SHARED = None
     return [first] + [RunResult(job.units, m, u, e) for m, u, e in others]
