@@ -49,6 +49,9 @@ BALANCE_ESCAPE_CV = 0.01
 # them within 10-15 iterations). Each replication starts every worker at an independent
 # random phase; without noise the mean over this many phase draws is reported.
 PHASE_DRAWS = 8
+# ... but draws stop once their mean is this sure (standard error over mean): with many
+# workers every draw gives nearly the same period (64 resnet50 workers: within 0.4%)
+PHASE_SE = 0.005
 _PHASE_STREAM = 0x5EED  # keeps the phase draws apart from the compute jitter's streams
 
 
@@ -127,10 +130,13 @@ def predict_simulate(
                 sc, units, asked, iters, cv, opts["seed"], noisy, ring_steps)
     job = _Job(sc, units, warm, iters, cv, opts["seed"], noisy, ring_steps,
                phase_starts(sc, units) if phased else None)
-    runs_wanted = reps if noisy else (max(reps, PHASE_DRAWS) if phased else 1)
-    # the search's last run is replication 0 with this warm-up (unless it must fill a trace)
-    runs = _replicate(job, runs_wanted, log, opts["jobs"],
-                      searched if log is None else None)
+    if phased and not noisy:
+        runs = _phase_draws(job, reps, log, opts["jobs"])
+    else:
+        # the search's last run is replication 0 with this warm-up (unless it must fill a trace)
+        runs = _replicate(job, reps if noisy else 1, log, opts["jobs"],
+                          searched if log is None else None)
+    runs_wanted = len(runs)
 
     notes = [
         f"simulate: iteration time = mean step period over {iters} iterations after {warm} "
@@ -142,8 +148,10 @@ def predict_simulate(
                      "measured iterations of all replications")
     elif phased:
         notes.append(f"simulate: identical ASP workers keep their phase offsets, so each of "
-                     f"{runs_wanted} runs starts every worker at a random phase (seed "
-                     f"{opts['seed']}); the mean is reported, p5/p95 span the runs")
+                     f"{runs_wanted} runs starts every worker (a server's GPUs together) at a "
+                     f"random phase (seed {opts['seed']}; runs are added, up to "
+                     f"{max(reps, PHASE_DRAWS)}, until the mean's standard error is below "
+                     f"{PHASE_SE:.1%}); the mean is reported, p5/p95 span the runs")
     elif reps > 1:
         notes.append("simulate: deterministic (no jitter), so the replications are one run")
     if any(u.count > 1 for u in units):
@@ -266,6 +274,30 @@ class _Job:
                              self.starts(replication))
 
 
+def _phase_draws(job: _Job, reps: int, log: TrackLog | None, jobs: int | None
+                 ) -> list[RunResult]:
+    """Noise-free ASP with identical workers: phase draws in rounds of one per core (at least
+    two), until their mean's standard error is below ``PHASE_SE`` or ``max(reps,
+    PHASE_DRAWS)`` were made (``reps`` exactly when the user asked for more)."""
+    most = max(reps, PHASE_DRAWS)
+    step = max(2, jobs if jobs is not None else (os.cpu_count() or 1))
+    runs: list[RunResult] = []
+    while len(runs) < most:
+        runs += _replicate(job, min(len(runs) + step, most), log, jobs, start=len(runs))
+        if reps <= len(runs) and _phase_mean_sure(runs):
+            break
+    return runs
+
+
+def _phase_mean_sure(runs: list[RunResult]) -> bool:
+    """The mean period over the runs is known to ``PHASE_SE`` (relative standard error)."""
+    means = np.array([np.mean([m.period.mean() for m in r.measures]) for r in runs])
+    if len(means) < 2:
+        return False
+    mean = float(means.mean())
+    return mean > 0 and float(means.std(ddof=1)) / math.sqrt(len(means)) <= PHASE_SE * mean
+
+
 _SHARED: _Job | None = None  # the job a replication process inherits when it forks
 
 
@@ -276,30 +308,31 @@ def _replica(replication: int) -> tuple[list, list[tuple[str, float]], int]:
 
 
 def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
-               first: RunResult | None = None) -> list[RunResult]:
-    """Replications 0 … reps−1 in order; 1 … reps−1 in forked processes when there are cores.
+               first: RunResult | None = None, start: int = 0) -> list[RunResult]:
+    """Replications start … reps−1 in order; all but the first in forked processes when there
+    are cores.
 
-    Replication 0 runs here (it fills the trace) while the others run in up to ``jobs − 1``
-    processes, unless ``first`` is that run already. Only where ``fork`` exists (the job is
-    inherited, not pickled) and we are not a pool's worker ourselves (e.g. inside a parallel
-    sweep). The processes are a :class:`~ddlperf.forked_pool.ForkedPool`: a Ctrl-C stops
-    them at once (``multiprocessing.Pool`` can hang in ``terminate`` on a worker that is
-    writing a result).
+    Replication ``start`` runs here (replication 0 fills the trace) while the others run in
+    up to ``jobs − 1`` processes, unless ``first`` is that run already. Only where ``fork``
+    exists (the job is inherited, not pickled) and we are not a pool's worker ourselves (e.g.
+    inside a parallel sweep). The processes are a :class:`~ddlperf.forked_pool.ForkedPool`:
+    a Ctrl-C stops them at once (``multiprocessing.Pool`` can hang in ``terminate`` on a
+    worker that is writing a result).
     """
     global _SHARED
     cores = jobs if jobs is not None else (os.cpu_count() or 1)
-    helpers = min(cores - 1, reps - 1)
+    helpers = min(cores - 1, reps - start - 1)
     if (helpers < 1 or "fork" not in multiprocessing.get_all_start_methods()
             or multiprocessing.current_process().daemon):
-        return [first if r == 0 and first is not None else job.run(r, log if r == 0 else None)
-                for r in range(reps)]
+        return [first if r == start and first is not None
+                else job.run(r, log if r == 0 else None) for r in range(start, reps)]
     from ddlperf.forked_pool import ForkedPool
 
     _SHARED = job  # set before the workers fork
     pool = ForkedPool(helpers)
     try:
-        tickets = [pool.submit(_replica, (r,)) for r in range(1, reps)]
-        first = first if first is not None else job.run(0, log)
+        tickets = [pool.submit(_replica, (r,)) for r in range(start + 1, reps)]
+        first = first if first is not None else job.run(start, log if start == 0 else None)
         others = [pool.result(t) for t in tickets]
     finally:
         pool.close()
