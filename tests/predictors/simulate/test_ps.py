@@ -324,6 +324,8 @@ def test_deterministic_asp_workers_start_at_random_phases_not_in_lockstep():
     # seeded: the same seed draws the same phases, another seed others
     assert sim(w, **kw).iteration_time_s == phased.iteration_time_s
     assert sim(w, seed=1, **kw).iteration_time_s != phased.iteration_time_s
+    # nor do the processes change them
+    assert sim(w, jobs=1, **kw).iteration_time_s == phased.iteration_time_s
 
 
 @pytest.mark.parametrize("kw", [

@@ -276,11 +276,12 @@ class _Job:
 
 def _phase_draws(job: _Job, reps: int, log: TrackLog | None, jobs: int | None
                  ) -> list[RunResult]:
-    """Noise-free ASP with identical workers: phase draws in rounds of one per core (at least
-    two), until their mean's standard error is below ``PHASE_SE`` or ``max(reps,
-    PHASE_DRAWS)`` were made (``reps`` exactly when the user asked for more)."""
+    """Noise-free ASP with identical workers: phase draws in rounds of two, until their mean's
+    standard error is below ``PHASE_SE`` or ``max(reps, PHASE_DRAWS)`` were made (``reps``
+    exactly when the user asked for more). The rounds do not depend on the cores or
+    ``jobs``, so neither does the result."""
     most = max(reps, PHASE_DRAWS)
-    step = max(2, jobs if jobs is not None else (os.cpu_count() or 1))
+    step = 2
     runs: list[RunResult] = []
     while len(runs) < most:
         runs += _replicate(job, min(len(runs) + step, most), log, jobs, start=len(runs))
