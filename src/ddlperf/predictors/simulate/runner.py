@@ -129,7 +129,7 @@ def predict_simulate(
             warm, steady_note, searched, _b = _ssp_steady_warmup(
                 sc, units, asked, iters, cv, opts["seed"], noisy, ring_steps)
     job = _Job(sc, units, warm, iters, cv, opts["seed"], noisy, ring_steps,
-               phase_starts(sc, units) if phased else None)
+               phase_ranges(sc, units) if phased else None)
     if phased and not noisy:
         runs = _phase_draws(job, reps, log, opts["jobs"])
     else:
@@ -233,7 +233,7 @@ def _standard_error(compute: np.ndarray) -> float:
     return float(compute.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
 
 
-def phase_starts(sc: Scenario, units: list) -> list[float]:
+def phase_ranges(sc: Scenario, units: list) -> list[float]:
     """Each unit's phase range: its contention-free cycle alone with the shards (a start
     drawn uniformly from it is a uniform phase of that worker's cycle)."""
     from ddlperf.predictors.analytic_ps_async import alone_cycle
@@ -296,7 +296,7 @@ def _phase_mean_sure(runs: list[RunResult]) -> bool:
     if len(means) < 2:
         return False
     mean = float(means.mean())
-    return mean > 0 and float(means.std(ddof=1)) / math.sqrt(len(means)) <= PHASE_SE * mean
+    return mean > 0 and _standard_error(means) <= PHASE_SE * mean
 
 
 _SHARED: _Job | None = None  # the job a replication process inherits when it forks
