@@ -354,3 +354,48 @@ def test_merged_bsp_pulls_move_as_each_worker_pull_would(kw, monkeypatch):
                                                                        rel=1e-9))
     assert dict((r.name, r.utilization) for r in merged.resources) == pytest.approx(
         dict((r.name, r.utilization) for r in separate.resources), rel=1e-9)
+
+
+# -- early pulls: who is woken at a gate's last arrival -----------------------------------------
+
+
+@pytest.mark.parametrize("sync, overlap", [("asp", True), ("asp", False), ("bsp", True)])
+def test_noisy_pulls_wake_only_workers_waiting_at_the_gate(monkeypatch, sync, overlap) -> None:
+    # Early pulls count a part at its last byte; a worker is poked at the gate's last arrival
+    # only if it waits there then (by the pull, or by itself if it got there first: with a
+    # long α, a fast first layer on one shard and a big second one on the other, ASP workers
+    # reach the second gate between its last byte and its arrival). The run is the per-flow
+    # network's (a delivery event per part, a poke at every gate's last arrival) seed by seed.
+    from ddlperf.predictors.simulate import run
+    from ddlperf.predictors.simulate.ps import PSWorker
+
+    counts = {"wasted": 0, "self": 0}
+    poke, gate_closed = PSWorker.poke, PSWorker.gate_closed
+
+    def counted_poke(worker: PSWorker) -> None:
+        was = (worker.running, worker.t, worker.i)
+        poke(worker)
+        counts["wasted"] += was == (worker.running, worker.t, worker.i) and not was[0]
+
+    def counted_gate_closed(worker: PSWorker, layer: int) -> None:
+        before = worker.wake_at
+        gate_closed(worker, layer)
+        counts["self"] += worker.wake_at != before
+
+    workload = make_workload([(2e-4, 1e-3, [20_000]), (2e-4, 1e-3, [2_000_000]),
+                              (2e-4, 1e-3, [20_000]), (2e-4, 1e-3, [1_000_000])],
+                             update_s_per_byte=2e-10)
+    kw = dict(workers=4, ps=2, sync=sync, overlap=overlap, latency="3ms", jitter=0.05,
+              iterations=4, warmup=1, jobs=1)
+    for seed in (0, 1):
+        with monkeypatch.context() as m:
+            m.setattr(PSWorker, "poke", counted_poke)
+            m.setattr(PSWorker, "gate_closed", counted_gate_closed)
+            early = sim(workload, seed=seed, **kw)
+        with monkeypatch.context() as m:
+            m.setattr(run, "Network", lambda engine, local=False: Network(engine))
+            exact = sim(workload, seed=seed, **kw)
+        assert early.iteration_time_s == pytest.approx(exact.iteration_time_s, rel=1e-9)
+    assert counts["wasted"] == 0
+    if sync == "asp" and overlap:
+        assert counts["self"] > 0

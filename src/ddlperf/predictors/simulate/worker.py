@@ -9,8 +9,8 @@ runs one operation at a time on the worker's :class:`~.compute.Processor` and as
 * ``layer_ready(l)``: have layer ``l``'s parameters arrived (PS pull)?
 
 and tells it what happened: ``forward_done``, ``gradients_ready(l, t)`` after each backward
-layer, ``backward_done``. When a gate is closed the chain simply stops; the model calls
-:meth:`Worker.poke` when something it waits for has changed.
+layer, ``backward_done``. When a gate is closed the chain simply stops (``gate_closed(l)``
+says so); the model calls :meth:`Worker.poke` when something it waits for has changed.
 """
 
 from __future__ import annotations
@@ -103,6 +103,9 @@ class Worker:
     def layer_ready(self, layer: int) -> bool:
         return True
 
+    def gate_closed(self, layer: int) -> None:
+        """The chain stopped at the closed forward gate of ``layer``."""
+
     def forward_done(self, t: int) -> None:
         """Every forward gate of iteration ``t`` has passed."""
 
@@ -139,6 +142,7 @@ class Worker:
         ops = self.ops
         kind, layer = ops[i]
         if kind == FWD and not self.layer_ready(layer):
+            self.gate_closed(layer)
             return
         self.running = True
         stop = self._stop
