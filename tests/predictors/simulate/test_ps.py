@@ -59,6 +59,26 @@ def test_connection_shares_link_fairly_with_another():
     assert got == [pytest.approx(2.0), pytest.approx(2.0)]
 
 
+@pytest.mark.parametrize("local", [False, True])
+def test_messages_queued_ahead_go_out_as_if_sent_at_their_ready_time(local) -> None:
+    # 100 B/s, α = 0.5 s. Queued at 0: x (100 B) ready at 0, y (200 B) ready at 0.5 (x still
+    # sending: it follows at 1), z (100 B) ready at 5 (the connection idles from 3.5 to 5).
+    # Another flow shares the uplink from 1.5 to 2.5 (50 B/s each then): y ends at 3.5.
+    eng = Engine()
+    net = Network(eng, local=local)
+    a, b, c = (net.add_nic(n, 100.0) for n in "abc")
+    got: list[tuple[str, float]] = []
+    conn = Connection(net, (a.up, b.down), 1, 0.5, lambda p: got.append((p, eng.now)), "a→b")
+    for name, size, ready in (("x", 100.0, 0.0), ("y", 200.0, 0.5), ("z", 100.0, 5.0)):
+        conn.send_at(ready, size, name)
+    eng.at(1.5, lambda: net.start(50.0, (a.up, c.down)))
+    eng.run()
+    assert got == [("x", pytest.approx(1.5)), ("y", pytest.approx(4.0)),
+                   ("z", pytest.approx(6.5))]
+    assert a.up.bytes == 450.0
+    assert conn.flow is None
+
+
 # -- hand-computed -----------------------------------------------------------------------------
 
 
@@ -364,13 +384,14 @@ def test_noisy_pulls_wake_only_workers_waiting_at_the_gate(monkeypatch, sync, ov
     # Early pulls count a part at its last byte; a worker is poked at the gate's last arrival
     # only if it waits there then (by the pull, or by itself if it got there first: with a
     # long α, a fast first layer on one shard and a big second one on the other, ASP workers
-    # reach the second gate between its last byte and its arrival). The run is the per-flow
-    # network's (a delivery event per part, a poke at every gate's last arrival) seed by seed.
+    # reach the second gate between its last byte and its arrival). With overlap, backward
+    # chains queue their gradients ahead. The run is the per-flow network's (a delivery event
+    # per part, a poke at every gate's last arrival, an event per backward) seed by seed.
     from ddlperf.predictors.simulate import run
-    from ddlperf.predictors.simulate.ps import PSWorker
+    from ddlperf.predictors.simulate.ps import PSModel, PSWorker
 
-    counts = {"wasted": 0, "self": 0}
-    poke, gate_closed = PSWorker.poke, PSWorker.gate_closed
+    counts = {"wasted": 0, "self": 0, "ahead": 0}
+    poke, gate_closed, push_at = PSWorker.poke, PSWorker.gate_closed, PSModel.push_at
 
     def counted_poke(worker: PSWorker) -> None:
         was = (worker.running, worker.t, worker.i)
@@ -382,6 +403,10 @@ def test_noisy_pulls_wake_only_workers_waiting_at_the_gate(monkeypatch, sync, ov
         gate_closed(worker, layer)
         counts["self"] += worker.wake_at != before
 
+    def counted_push_at(model: PSModel, *args) -> None:
+        counts["ahead"] += 1
+        push_at(model, *args)
+
     workload = make_workload([(2e-4, 1e-3, [20_000]), (2e-4, 1e-3, [2_000_000]),
                               (2e-4, 1e-3, [20_000]), (2e-4, 1e-3, [1_000_000])],
                              update_s_per_byte=2e-10)
@@ -391,11 +416,14 @@ def test_noisy_pulls_wake_only_workers_waiting_at_the_gate(monkeypatch, sync, ov
         with monkeypatch.context() as m:
             m.setattr(PSWorker, "poke", counted_poke)
             m.setattr(PSWorker, "gate_closed", counted_gate_closed)
+            m.setattr(PSModel, "push_at", counted_push_at)
             early = sim(workload, seed=seed, **kw)
         with monkeypatch.context() as m:
             m.setattr(run, "Network", lambda engine, local=False: Network(engine))
             exact = sim(workload, seed=seed, **kw)
         assert early.iteration_time_s == pytest.approx(exact.iteration_time_s, rel=1e-9)
     assert counts["wasted"] == 0
+    if overlap:  # backward gradients were queued ahead (Connection.send_at)
+        assert counts["ahead"] > 0
     if sync == "asp" and overlap:
         assert counts["self"] > 0

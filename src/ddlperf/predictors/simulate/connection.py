@@ -10,6 +10,11 @@ latency is paid once per message but does not stall the pipe.
 An *early* connection tells its receiver at the message's end, with the arrival time, instead
 of calling it at the arrival: for receivers that only queue work behind the arrival (a shard's
 updates, see :meth:`.compute.Processor.reserve`), which saves one event per message.
+
+A message may also be queued ahead of time (:meth:`Connection.send_at`): it is sent as if
+``send`` were called at its ready time (behind the messages before it, or at once on an idle
+connection), so a worker can hand over the gradients of a whole chain of backward operations
+when the chain starts instead of one event per operation.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ class Connection:
         self._latency = latency
         self._deliver = deliver
         self._early = early
-        self._queue: deque[tuple[float, tuple[Any, str, int]]] = deque()
+        # (size, tag, ready time) of the messages waiting, in the order of their ready times
+        self._queue: deque[tuple[float, tuple[Any, str, int], float]] = deque()
         self.flow: Flow | None = None
         self.name = name
         self.log = log
@@ -49,29 +55,54 @@ class Connection:
     def send(self, size: float, payload: Any, label: str = "", iteration: int = -1) -> None:
         """Queue a message; ``deliver(payload)`` is called when it has arrived."""
         tag = (payload, label, iteration)
-        if self.flow is None:
+        if self.flow is None and not self._queue:
             self.flow = self._net.start(size, self._links, weight=self._weight,
                                         on_complete=self._ended, tag=tag, follow=self._follow)
         else:
-            self._queue.append((size, tag))
+            self._queue.append((size, tag, 0.0))  # ready: every queued message is
+
+    def send_at(self, ready: float, size: float, payload: Any, label: str = "",
+                iteration: int = -1) -> None:
+        """Queue a message that is ready at ``ready`` (>= now and >= the ready time of every
+        message queued before it): the same as :meth:`send` called then."""
+        if self.flow is None and not self._queue:
+            if ready <= self._net.engine.now:
+                self.send(size, payload, label, iteration)
+                return
+            self._net.engine.post(ready, self._start_ready)
+        self._queue.append((size, (payload, label, iteration), ready))
+
+    def _start_ready(self) -> None:
+        """The first waiting message of an idle connection is ready: send it."""
+        size, tag, _ = self._queue.popleft()
+        self.flow = self._net.start(size, self._links, weight=self._weight,
+                                    on_complete=self._ended, tag=tag, follow=self._follow)
 
     def _follow(self, flow: Flow) -> tuple[float, Any] | None:
-        """A message's last byte is sent: deliver it (α later) and hand over the next one."""
+        """A message's last byte is sent: deliver it (α later) and hand over the next one, if
+        one is ready."""
         payload, label, iteration = flow.tag
         engine = self._net.engine
+        now = engine.now
         if self.log is not None:
-            self.log.append((label, flow.start_time, engine.now, iteration))
+            self.log.append((label, flow.start_time, now, iteration))
         if self._early:
-            self._deliver(payload, engine.now + self._latency)
+            self._deliver(payload, now + self._latency)
         elif self._latency > 0.0:
-            engine.post(engine.now + self._latency, self._deliver, payload)
+            engine.post(now + self._latency, self._deliver, payload)
         else:
             self._deliver(payload)
-        return self._queue.popleft() if self._queue else None
+        queue = self._queue
+        if queue and queue[0][2] <= now:
+            size, tag, _ = queue.popleft()
+            return size, tag
+        return None
 
     def _ended(self, flow: Flow) -> None:
         self.flow = None
-        if self._queue:  # something was queued while the last message was being delivered
-            size, tag = self._queue.popleft()
-            self.flow = self._net.start(size, self._links, weight=self._weight,
-                                        on_complete=self._ended, tag=tag, follow=self._follow)
+        queue = self._queue
+        if queue:  # queued while the last message was being delivered, or not ready yet
+            if queue[0][2] > self._net.engine.now:
+                self._net.engine.post(queue[0][2], self._start_ready)
+            else:
+                self._start_ready()

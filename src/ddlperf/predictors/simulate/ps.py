@@ -95,8 +95,23 @@ class PSWorker(Worker):
             self.engine.post(ready, self.poke)
 
     def quiet_end(self, kind: int, layer: int) -> bool:
-        # Others only see a backward that pushes gradients (overlap on, layer with tensors).
-        return kind != BWD or not self.model.overlap or not self.model.layer_tensors[layer]
+        # Others only see a backward that pushes gradients (overlap on, layer with tensors),
+        # unless its pushes are handed over when its chain starts (chain_planned).
+        model = self.model
+        return kind != BWD or not model.overlap or not model.layer_tensors[layer] or self.ahead
+
+    def chain_planned(self, i: int, j: int, ends: list[float]) -> None:
+        t = self.t
+        if i <= self._last_forward < j:
+            self.forward_done(t)  # its gates were all checked; the pushes below come later
+        model = self.model
+        ops = self.ops
+        u = self.unit.index
+        for k in range(i, j):  # the last operation's gradients go out at its end (_done)
+            kind, layer = ops[k]
+            if kind == BWD:
+                for tensor in model.layer_tensors[layer]:
+                    model.push_at(u, tensor, t, ends[k - i + 1])
 
     def forward_done(self, t: int) -> None:
         # Parameters for iteration t + 1 can only come after this iteration's pushes.
@@ -246,6 +261,13 @@ class PSModel:
                         alpha, pulled, f"{shard.name}→{first.group.name}", down,
                         early_pulls))
         self.local = LocalAggregation(self, alpha) if sc.strategy.local_aggregation else None
+        # Noisy runs with overlap, every shard dedicated and no local aggregation: a worker's
+        # backward runs as one chain whose gradients are queued on the push connections when
+        # it starts, each ready at its operation's end (Connection.send_at: sent as if pushed
+        # then). One event per chain instead of one per backward operation with tensors.
+        ahead = (net.local and self.overlap and self.local is None and all(self.early))
+        for worker in self.workers:
+            worker.ahead = ahead
 
         # Aggregation state.
         n = self.n_workers
@@ -328,6 +350,14 @@ class PSModel:
             self.local.gradient_ready(u, j, t)
             return
         self.push_parts(u, j, t, 1)
+
+    def push_at(self, u: int, j: int, t: int, ready: float) -> None:
+        """Unit ``u``'s gradient of tensor ``j`` goes to its shards at ``ready`` (>= now; a
+        dedicated shard's connection, see ``ahead``)."""
+        row = self.push_conn[u]
+        name = self.tensor_names[j]
+        for k, size in self.parts[j]:
+            row[k].send_at(ready, size, (j, k, u, t), name, t)  # type: ignore[union-attr]
 
     def push_parts(self, u: int, j: int, t: int, slices: int) -> None:
         """Send unit ``u``'s gradient of tensor ``j`` (each GPU 1/``slices`` of it) to its

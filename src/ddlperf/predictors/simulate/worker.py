@@ -92,6 +92,8 @@ class Worker:
         self._stop: list[int] | None = None  # per op: where its chain ends (set on first use)
         # Forward gates exist only where a model overrides layer_ready.
         self._gated = type(self).layer_ready is not Worker.layer_ready
+        #: a chain's hooks are called when it is planned (see :meth:`chain_planned`)
+        self.ahead = False
         self._last_forward = max((k for k, (kind, _) in enumerate(ops) if kind == FWD),
                                  default=-1)
 
@@ -165,6 +167,15 @@ class Worker:
             return
         # A chain of operations as one busy period: the same sums as one event per op.
         now = self.engine.now
+        if self.ahead:
+            ends = list(accumulate(islice(times, i, j + 1), initial=now))
+            self.chain_planned(i, j, ends)
+            records = None
+            if self.processor.log is not None:
+                labels = self.labels
+                records = [(labels[k], ends[k - i], ends[k - i + 1], t) for k in range(i, j + 1)]
+            self.processor.run_chain(ends[-1], self._done, records)
+            return
         if self.processor.log is None:
             self.processor.run_chain(reduce(add, islice(times, i, j + 1), now), self._done, None)
             return
@@ -191,6 +202,11 @@ class Worker:
                 stops[k] = stops[k + 1]
         return stops
 
+    def chain_planned(self, i: int, j: int, ends: list[float]) -> None:
+        """With ``ahead``: operations ``i`` … ``j`` will run as one chain, operation ``k``
+        ending at ``ends[k - i + 1]``; the model hands over what their quiet ends produce
+        (``forward_done`` is then not called again at the chain's end)."""
+
     def quiet_end(self, kind: int, layer: int) -> bool:
         """True if nobody needs to see this operation's end when it happens: then it may be
         chained with the next, and its ``gradients_ready`` is not called (``forward_done``
@@ -202,7 +218,7 @@ class Worker:
         self.running = False
         t, i, j = self.t, self.i, self._until
         forward = self._last_forward
-        if i <= forward < j:
+        if i <= forward < j and not self.ahead:
             self.forward_done(t)
         kind, layer = self.ops[j]
         last = j + 1 == len(self.ops)
