@@ -422,6 +422,8 @@ def test_noisy_pulls_wake_only_workers_waiting_at_the_gate(monkeypatch, sync, ov
             m.setattr(run, "Network", lambda engine, local=False: Network(engine))
             exact = sim(workload, seed=seed, **kw)
         assert early.iteration_time_s == pytest.approx(exact.iteration_time_s, rel=1e-9)
+        for got, want in zip(early.resources, exact.resources, strict=True):
+            assert got.utilization == pytest.approx(want.utilization, rel=1e-9, abs=1e-12)
     assert counts["wasted"] == 0
     if overlap:  # backward gradients were queued ahead (Connection.send_at)
         assert counts["ahead"] > 0

@@ -65,6 +65,13 @@ class Processor:
         self._free = end = start + duration
         self._engine.post(end, self._finish_reserved, start, done, args, label, iteration)
 
+    def book(self, arrival: float, duration: float) -> float:
+        """:meth:`reserve` without the event: the end of a job arriving at ``arrival``, for
+        a caller that does its work itself (the same floats as :meth:`reserve`)."""
+        free = self._free
+        self._free = end = (free if free > arrival else arrival) + duration
+        return end
+
     def _finish_reserved(self, start: float, done: Callable[..., Any], args: tuple[Any, ...],
                          label: str, iteration: int) -> None:
         if self.log is not None:

@@ -41,6 +41,7 @@ from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.ssp import StalenessGate
 from ddlperf.predictors.simulate.tracks import TrackLog
 from ddlperf.predictors.simulate.units import Unit
+from ddlperf.predictors.simulate.update_busy import UpdateBusy
 from ddlperf.predictors.simulate.worker import BWD, FWD, Worker, unit_operations
 from ddlperf.predictors.timeline import forward_order
 from ddlperf.scenario import Scenario
@@ -196,8 +197,7 @@ class PSModel:
                 self.shard_nic.append(links.host_nic(shard))
             records = None if log is None else log.add([shard.name], "update", "update")
             self.shard_proc.append(Processor(engine, shard.name, records))
-        self.update_busy = [0.0] * len(sc.shards)
-        self.warm_at = 0.0
+        self.update_busy = UpdateBusy(len(sc.shards))
 
         # Connections: worker unit → shard (push) and shard → recipient (pull); none where
         # no link lies between them (a one-GPU host and its own shard). A recipient is a unit,
@@ -268,6 +268,10 @@ class PSModel:
         ahead = (net.local and self.overlap and self.local is None and all(self.early))
         for worker in self.workers:
             worker.ahead = ahead
+        # ... and under ASP a shard's update, booked at the gradient's last byte, queues its
+        # pull to be sent at its end, without an event there (the busy time is counted by
+        # UpdateBusy; not when tracing, whose update records are written at their ends).
+        self.pull_ahead = ahead and self.sync == "asp" and log is None
 
         # Aggregation state.
         n = self.n_workers
@@ -312,8 +316,7 @@ class PSModel:
             self.engine.schedule(delay, worker.start)
 
     def on_warm(self) -> None:
-        self.warm_at = self.engine.now
-        self.update_busy = [0.0] * len(self.update_busy)
+        self.update_busy.warm(self.engine.now)
 
     # -- SSP read rule -------------------------------------------------------------------------
 
@@ -393,6 +396,12 @@ class PSModel:
             self.engine.post(arrival, self._updated, j, k, u, t, 0.0)
             return
         proc = self.shard_proc[k]
+        if self.pull_ahead:  # (u >= 0: ASP) what _updated does at the end, told now
+            end = proc.book(arrival, duration)
+            self.update_busy.booked(k, end, duration, self.engine.now)
+            self.pull_conn[k][u].send_at(end, self.part_bytes[j][k],  # type: ignore[union-attr]
+                                         (j, u, t), self.tensor_names[j], t)
+            return
         label = "" if proc.log is None else self._update_label(j, u)
         proc.reserve(arrival, duration, self._updated, (j, k, u, t, duration), label, t)
 
@@ -420,9 +429,7 @@ class PSModel:
         proc.submit(duration, self._updated, (j, k, u, t, duration), label, t)
 
     def _updated(self, j: int, k: int, u: int, t: int, duration: float) -> None:
-        now = self.engine.now
-        if now > self.warm_at:
-            self.update_busy[k] += min(duration, now - self.warm_at)
+        self.update_busy.ended(k, self.engine.now, duration)
         if u < 0:  # BSP: every worker gets the new value
             if self.overlap and not self.barrier:
                 for v in range(len(self.recipients)):
@@ -550,7 +557,8 @@ class PSModel:
         for shard, nic in zip(self.sc.shards, self.shard_nic):
             out.append((f"{shard.name} downlink", share(nic.down)))
             out.append((f"{shard.name} uplink", share(nic.up)))
-            out.append((f"{shard.name} update", self.update_busy[shard.index] / span))
+            busy = self.update_busy.seconds(shard.index, self.engine.now)
+            out.append((f"{shard.name} update", busy / span))
         out += self.caps.shares(share)
         out += server_link_shares(self.units, self.links, share,
                                   skip={id(nic) for nic in self.shard_nic})

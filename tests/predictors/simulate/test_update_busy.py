@@ -1,0 +1,41 @@
+"""Busy time of the shards' update streams: booked updates count like ones with end events."""
+
+from __future__ import annotations
+
+from ddlperf.predictors.simulate.update_busy import UpdateBusy
+
+
+def test_booked_updates_count_as_if_their_end_events_ran() -> None:
+    # One shard: updates (end, duration) in the order they end; the warm-up ends at 2.5 (the
+    # one ending at 3 counts its last 0.5 s), the run stops at 6 (the one ending at 7 never
+    # ended, so it does not count).
+    updates = [(1.0, 0.5), (2.0, 1.0), (3.0, 1.0), (4.5, 1.5), (5.5, 1.0), (7.0, 1.0)]
+    by_events = UpdateBusy(1)
+    for end, duration in updates:
+        if end <= 2.5:
+            by_events.ended(0, end, duration)
+    by_events.warm(2.5)
+    for end, duration in updates:
+        if 2.5 < end <= 6.0:
+            by_events.ended(0, end, duration)
+
+    booked = UpdateBusy(1)
+    booked.booked(0, 1.0, 0.5, now=0.2)
+    booked.booked(0, 2.0, 1.0, now=0.9)
+    booked.booked(0, 3.0, 1.0, now=1.5)  # the first one is counted here
+    booked.warm(2.5)
+    booked.booked(0, 4.5, 1.5, now=2.8)
+    booked.booked(0, 5.5, 1.0, now=4.0)
+    booked.booked(0, 7.0, 1.0, now=5.0)
+
+    assert booked.seconds(0, 6.0) == by_events.seconds(0, 6.0) == 0.5 + 1.5 + 1.0
+    assert booked.seconds(0, 7.0) == 0.5 + 1.5 + 1.0 + 1.0  # read later: it has ended
+
+
+def test_shards_are_counted_apart() -> None:
+    busy = UpdateBusy(2)
+    busy.booked(0, 1.0, 1.0, now=0.0)
+    busy.booked(1, 2.0, 0.5, now=0.0)
+    assert (busy.seconds(0, 1.5), busy.seconds(1, 1.5)) == (1.0, 0.0)
+    busy.booked(1, 3.0, 0.25, now=2.5)
+    assert (busy.seconds(0, 5.0), busy.seconds(1, 5.0)) == (1.0, 0.75)
