@@ -78,7 +78,7 @@ class Connection:
         self.flow = self._net.start(size, self._links, weight=self._weight,
                                     on_complete=self._ended, tag=tag, follow=self._follow)
 
-    def _follow(self, flow: Flow) -> tuple[float, Any] | None:
+    def _follow(self, flow: Flow) -> tuple[float, Any, float] | None:
         """A message's last byte is sent: deliver it (α later) and hand over the next one, if
         one is ready."""
         payload, label, iteration = flow.tag
@@ -94,8 +94,7 @@ class Connection:
             self._deliver(payload)
         queue = self._queue
         if queue and queue[0][2] <= now:
-            size, tag, _ = queue.popleft()
-            return size, tag
+            return queue.popleft()  # (size, tag, ready)
         return None
 
     def _ended(self, flow: Flow) -> None:

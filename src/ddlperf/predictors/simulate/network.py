@@ -48,8 +48,8 @@ from ddlperf.predictors.simulate.maxmin import max_min_dense, max_min_rates
 __all__ = ["Flow", "Link", "Network", "Nic", "max_min_dense", "max_min_rates"]
 
 FlowObserver = Callable[["Flow", float, float], None]
-#: ``follow(flow) -> (size, tag) | None``: the next message of a back-to-back connection
-FollowHook = Callable[["Flow"], "tuple[float, Any] | None"]
+#: ``follow(flow) -> (size, tag, ...) | None``: the next message of a back-to-back connection
+FollowHook = Callable[["Flow"], "tuple[Any, ...] | None"]
 
 
 
@@ -299,10 +299,10 @@ class Network:
 
         ``follow`` makes the flow a connection that sends messages back to back: when a message
         ends, ``follow(flow)`` is called first (``flow.tag``/``size``/``start_time`` still describe
-        the finished message) and returns ``(size, tag)`` of the next message, or ``None`` to end
-        the flow normally (then ``observer`` and ``on_complete`` run as usual). A continued flow
-        keeps its links and weight, so the max-min allocation is unchanged and no reallocation
-        runs; ``observer`` is called once per message.
+        the finished message) and returns ``(size, tag, ...)`` of the next message, or ``None``
+        to end the flow normally (then ``observer`` and ``on_complete`` run as usual). A
+        continued flow keeps its links and weight, so the max-min allocation is unchanged and
+        no reallocation runs; ``observer`` is called once per message.
         """
         size = _positive("flow size", size)
         weight = _positive("flow weight", weight)
@@ -342,7 +342,7 @@ class Network:
         if flow.follow is not None:
             nxt = flow.follow(flow)
             if nxt is not None:
-                self._continue(flow, *nxt)
+                self._continue(flow, nxt[0], nxt[1])
                 return
         self._end(flow)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections import deque
 
+_SETTLE_AT = 64  # bookings kept per shard before the ended ones are counted
+
 
 class UpdateBusy:
     """Per shard: seconds its updates kept its stream busy since the warm-up."""
@@ -33,9 +35,9 @@ class UpdateBusy:
         """An update of ``duration`` seconds on ``shard`` will end at ``end`` (>= every end
         booked on that shard before), without an event."""
         booked = self._booked[shard]
-        if booked and booked[0][0] <= now:
-            self._settle(shard, now)
         booked.append((end, duration))
+        if len(booked) > _SETTLE_AT:  # (counted in bulk: the same sums, less often)
+            self._settle(shard, now)
 
     def warm(self, now: float) -> None:
         """The measured window starts now."""
@@ -50,8 +52,13 @@ class UpdateBusy:
         return self.busy[shard]
 
     def _settle(self, shard: int, now: float) -> None:
-        """Count the booked updates of ``shard`` that ended by ``now``, in order."""
+        """Count the booked updates of ``shard`` that ended by ``now``, in order (as
+        :meth:`ended`)."""
         booked = self._booked[shard]
+        warm = self.warm_at
+        busy = self.busy[shard]
         while booked and booked[0][0] <= now:
             end, duration = booked.popleft()
-            self.ended(shard, end, duration)
+            if end > warm:
+                busy += min(duration, end - warm)
+        self.busy[shard] = busy
