@@ -379,19 +379,31 @@ def test_merged_bsp_pulls_move_as_each_worker_pull_would(kw, monkeypatch):
 # -- early pulls: who is woken at a gate's last arrival -----------------------------------------
 
 
-@pytest.mark.parametrize("sync, overlap", [("asp", True), ("asp", False), ("bsp", True)])
-def test_noisy_pulls_wake_only_workers_waiting_at_the_gate(monkeypatch, sync, overlap) -> None:
-    # Early pulls count a part at its last byte; a worker is poked at the gate's last arrival
-    # only if it waits there then (by the pull, or by itself if it got there first: with a
-    # long α, a fast first layer on one shard and a big second one on the other, ASP workers
-    # reach the second gate between its last byte and its arrival). With overlap, backward
-    # chains queue their gradients ahead. The run is the per-flow network's (a delivery event
-    # per part, a poke at every gate's last arrival, an event per backward) seed by seed.
+EVENT_SAVING = {
+    "asp": dict(workers=4, sync="asp"),
+    "asp-no-overlap": dict(workers=4, sync="asp", overlap=False),
+    "bsp": dict(workers=4),
+    "ssp-mixed": dict(cluster={"workers": [{"count": 2}, {"count": 2, "speed": 0.5}]},
+                      sync="ssp", staleness=1),
+}
+
+
+@pytest.mark.parametrize("name", list(EVENT_SAVING))
+def test_noisy_ps_runs_save_events_and_equal_the_per_flow_network(monkeypatch, name) -> None:
+    # Noisy runs skip events nobody needs. Early pulls count a part at its last byte; a worker
+    # is poked at the gate's last arrival only if it waits there then (by the pull, or by
+    # itself if it got there first: with a long α, a fast first layer on one shard and a big
+    # second one on the other, ASP workers reach the second gate between its last byte and
+    # its arrival). With overlap, backward chains queue their gradients ahead, and under ASP
+    # and SSP an update booked at a gradient's last byte queues its pull (SSP: once the gate
+    # allows) to go out at its end. The run is the per-flow network's (an event for each of
+    # these) seed by seed: times, utilisations and the SSP hold.
     from ddlperf.predictors.simulate import run
     from ddlperf.predictors.simulate.ps import PSModel, PSWorker
 
-    counts = {"wasted": 0, "self": 0, "ahead": 0}
-    poke, gate_closed, push_at = PSWorker.poke, PSWorker.gate_closed, PSModel.push_at
+    counts = {"wasted": 0, "self": 0, "push ahead": 0, "pull ahead": 0}
+    poke, gate_closed = PSWorker.poke, PSWorker.gate_closed
+    push_at, pull_at = PSModel.push_at, PSModel._pull_at
 
     def counted_poke(worker: PSWorker) -> None:
         was = (worker.running, worker.t, worker.i)
@@ -403,29 +415,37 @@ def test_noisy_pulls_wake_only_workers_waiting_at_the_gate(monkeypatch, sync, ov
         gate_closed(worker, layer)
         counts["self"] += worker.wake_at != before
 
-    def counted_push_at(model: PSModel, *args) -> None:
-        counts["ahead"] += 1
-        push_at(model, *args)
+    def counted(key: str, method):
+        def call(model: PSModel, *args) -> None:
+            counts[key] += 1
+            method(model, *args)
+        return call
 
     workload = make_workload([(2e-4, 1e-3, [20_000]), (2e-4, 1e-3, [2_000_000]),
                               (2e-4, 1e-3, [20_000]), (2e-4, 1e-3, [1_000_000])],
                              update_s_per_byte=2e-10)
-    kw = dict(workers=4, ps=2, sync=sync, overlap=overlap, latency="3ms", jitter=0.05,
-              iterations=4, warmup=1, jobs=1)
+    kw = dict(EVENT_SAVING[name], ps=2, latency="3ms", jitter=0.05, iterations=4, warmup=1,
+              jobs=1)
     for seed in (0, 1):
         with monkeypatch.context() as m:
             m.setattr(PSWorker, "poke", counted_poke)
             m.setattr(PSWorker, "gate_closed", counted_gate_closed)
-            m.setattr(PSModel, "push_at", counted_push_at)
+            m.setattr(PSModel, "push_at", counted("push ahead", push_at))
+            m.setattr(PSModel, "_pull_at", counted("pull ahead", pull_at))
             early = sim(workload, seed=seed, **kw)
         with monkeypatch.context() as m:
             m.setattr(run, "Network", lambda engine, local=False: Network(engine))
             exact = sim(workload, seed=seed, **kw)
         assert early.iteration_time_s == pytest.approx(exact.iteration_time_s, rel=1e-9)
+        for key, value in exact.breakdown_s.items():
+            assert early.breakdown_s[key] == pytest.approx(value, rel=1e-9, abs=1e-12)
         for got, want in zip(early.resources, exact.resources, strict=True):
             assert got.utilization == pytest.approx(want.utilization, rel=1e-9, abs=1e-12)
     assert counts["wasted"] == 0
-    if overlap:  # backward gradients were queued ahead (Connection.send_at)
-        assert counts["ahead"] > 0
-    if sync == "asp" and overlap:
+    overlap = kw.get("overlap", True)
+    assert (counts["push ahead"] > 0) == overlap
+    assert (counts["pull ahead"] > 0) == (overlap and name != "bsp")
+    if name == "asp":
         assert counts["self"] > 0
+    if name == "ssp-mixed":
+        assert exact.breakdown_s["wait"] > 0.0  # the bound held someone

@@ -271,7 +271,8 @@ class PSModel:
         # ... and under ASP a shard's update, booked at the gradient's last byte, queues its
         # pull to be sent at its end, without an event there (the busy time is counted by
         # UpdateBusy; not when tracing, whose update records are written at their ends).
-        self.pull_ahead = ahead and self.sync == "asp" and log is None
+        self.pull_ahead = ahead and self.sync != "bsp" and log is None
+        self._at: float | None = None  # the end of the update being booked that way
 
         # Aggregation state.
         n = self.n_workers
@@ -338,12 +339,15 @@ class PSModel:
     def _released(self, key: object, u: int, version: int) -> None:
         if key == ALL_TENSORS:
             self._pull_all(u, version - 1)
-        else:
-            j, k = key  # type: ignore[misc]
+            return
+        j, k = key  # type: ignore[misc]
+        if self._at is None:
             self._send_pull(j, k, u, version - 1)
+        else:
+            self._pull_at(j, k, u, version - 1, self._at)
 
     def _held(self, u: int, version: int, seconds: float) -> None:
-        self.recorder.held(u, version, seconds)
+        self.recorder.held(u, version, seconds, self._at)
 
     # -- push → aggregate → update → pull -----------------------------------------------------
 
@@ -396,11 +400,15 @@ class PSModel:
             self.engine.post(arrival, self._updated, j, k, u, t, 0.0)
             return
         proc = self.shard_proc[k]
-        if self.pull_ahead:  # (u >= 0: ASP) what _updated does at the end, told now
+        if self.pull_ahead:  # (u >= 0: ASP or SSP) what _updated does at the end, told now
             end = proc.book(arrival, duration)
             self.update_busy.booked(k, end, duration, self.engine.now)
-            self.pull_conn[k][u].send_at(end, self.part_bytes[j][k],  # type: ignore[union-attr]
-                                         (j, u, t), self.tensor_names[j], t)
+            if self.gate is None:
+                self._pull_at(j, k, u, t, end)
+            else:  # the gate sees a shard's updates in the order they end, as before
+                self._at = end
+                self.gate.applied((j, k), k, u, end)
+                self._at = None
             return
         label = "" if proc.log is None else self._update_label(j, u)
         proc.reserve(arrival, duration, self._updated, (j, k, u, t, duration), label, t)
@@ -466,6 +474,11 @@ class PSModel:
         if self.local is not None and self.local.applies[u]:
             size /= self.units[u].group.gpus  # each GPU pulls its slice
         conn.send(size, (j, u, t), self.tensor_names[j], t)
+
+    def _pull_at(self, j: int, k: int, u: int, t: int, ready: float) -> None:
+        """:meth:`_send_pull` told ahead: it goes out at ``ready`` (see ``pull_ahead``)."""
+        self.pull_conn[k][u].send_at(ready, self.part_bytes[j][k],  # type: ignore[union-attr]
+                                     (j, u, t), self.tensor_names[j], t)
 
     def _pulled(self, payload: tuple[int, int, int]) -> None:
         j, r, t = payload

@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 from ddlperf.predictors.simulate.engine import Engine
 
+_LATER_AT = 1024  # holds told ahead kept before the past ones are recorded
+
 
 class Recorder:
     """Iteration marks, compute and gate wait per unit; stops the engine when all are done."""
@@ -38,6 +40,7 @@ class Recorder:
         self._n = units
         self._warm = 0
         self._done = 0
+        self._later: list[tuple[float, int, int, float]] = []  # holds told ahead (see held)
 
     def iteration_started(self, unit: int, t: int, gate_wait: float) -> None:
         now = self.engine.now
@@ -53,13 +56,33 @@ class Recorder:
             self._done += 1
             if self._done == self._n:
                 self.end_at = now
+                self._record_later(now)  # the ones after now never happen
+                self._later = []
                 self.engine.stop()
 
-    def held(self, unit: int, t: int, seconds: float) -> None:
+    def held(self, unit: int, t: int, seconds: float, at: float | None = None) -> None:
         """Under SSP a shard held the reads of version ``t`` for ``seconds`` (the longest
-        hold over the shards counts, as in the trainer's records)."""
+        hold over the shards counts, as in the trainer's records); ``at``: told ahead of
+        that time (a booked update's end), counted only if the run gets there."""
+        if at is not None and at > self.engine.now:
+            later = self._later
+            later.append((at, unit, t, seconds))
+            if len(later) > _LATER_AT:
+                self._record_later(self.engine.now)
+            return
         gate = self.gate[unit]
         gate[t] = max(gate.get(t, 0.0), seconds)
+
+    def _record_later(self, now: float) -> None:
+        """Record the holds told ahead whose time has come (before ``now``); a maximum, so
+        their order does not matter."""
+        keep = []
+        for entry in self._later:
+            if entry[0] < now:
+                self.held(*entry[1:])
+            else:
+                keep.append(entry)
+        self._later = keep
 
     def iteration_ended(self, unit: int, t: int, compute_s: float) -> None:
         self.compute[unit].append(compute_s)
