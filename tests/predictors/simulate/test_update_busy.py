@@ -39,3 +39,33 @@ def test_shards_are_counted_apart() -> None:
     assert (busy.seconds(0, 1.5), busy.seconds(1, 1.5)) == (1.0, 0.0)
     busy.booked(1, 3.0, 0.25, now=2.5)
     assert (busy.seconds(0, 5.0), busy.seconds(1, 5.0)) == (1.0, 0.75)
+
+
+def test_a_long_backlog_of_bookings_counts_the_same_sums() -> None:
+    # 1000 updates of 1–3 ms, each booked 0.2 s before its end (a queue of ~100 ahead of the
+    # clock), warm-up ending at 0.5 s, run ending at 1.6 s (bookings stop; some of them end
+    # later): the same floats, added in the same order.
+    durations = [1e-3 * (1 + (k * 7) % 3) for k in range(1000)]
+    ends = []
+    clock = 0.0
+    for d in durations:
+        clock += d
+        ends.append(clock)
+    by_events, booked = UpdateBusy(1), UpdateBusy(1)
+    warmed = False
+    for end, d in zip(ends, durations, strict=True):
+        now = end - 0.2
+        if not warmed and now >= 0.5:
+            for e, dd in zip(ends, durations, strict=True):
+                if e <= 0.5:
+                    by_events.ended(0, e, dd)
+            by_events.warm(0.5)
+            booked.warm(0.5)
+            warmed = True
+        if now < 1.6:
+            booked.booked(0, end, d, now)
+    for end, d in zip(ends, durations, strict=True):
+        if 0.5 < end <= 1.6:
+            by_events.ended(0, end, d)
+    assert booked.seconds(0, 1.6) == by_events.seconds(0, 1.6)
+    assert 1.0 < booked.seconds(0, 1.6) < 1.1

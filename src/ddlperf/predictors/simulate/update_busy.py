@@ -7,15 +7,15 @@ still running when the run stops was never counted. Noisy ASP runs now book an u
 queue its pull when the gradient's last byte is sent, with no event at the update's end
 (see ``PSModel._pushed_early``), so those updates are *booked* here with their end and
 counted, by the same formula and in the same order (a shard's bookings end in the order
-they are booked), once the clock has passed their end: at the next booking, at the warm-up
-and when the share is read after the run.
+they are booked), once the clock has passed their end: at a later booking (in bulk), at
+the warm-up and when the share is read after the run.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-_SETTLE_AT = 64  # bookings kept per shard before the ended ones are counted
+_SETTLE_AT = 64  # bookings kept per shard, beyond those not ended, before the ended are counted
 
 
 class UpdateBusy:
@@ -25,6 +25,7 @@ class UpdateBusy:
         self.busy = [0.0] * shards
         self.warm_at = 0.0
         self._booked: list[deque[tuple[float, float]]] = [deque() for _ in range(shards)]
+        self._settle_at = [_SETTLE_AT] * shards  # bookings kept before the ended are counted
 
     def ended(self, shard: int, now: float, duration: float) -> None:
         """An update of ``duration`` seconds on ``shard`` ends now."""
@@ -36,8 +37,9 @@ class UpdateBusy:
         booked on that shard before), without an event."""
         booked = self._booked[shard]
         booked.append((end, duration))
-        if len(booked) > _SETTLE_AT:  # (counted in bulk: the same sums, less often)
+        if len(booked) > self._settle_at[shard]:  # (counted in bulk: the same sums)
             self._settle(shard, now)
+            self._settle_at[shard] = len(booked) + _SETTLE_AT
 
     def warm(self, now: float) -> None:
         """The measured window starts now."""
