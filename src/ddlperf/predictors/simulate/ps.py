@@ -83,17 +83,17 @@ class PSWorker(Worker):
         # that gets there before the arrival wakes itself then.
         if not self.model.self_wake:
             return
-        if self.model.overlap:
-            if self.missing[layer]:
-                return
-            ready = self.ready_at[layer]
-        else:
-            if self.missing_total:
-                return
-            ready = self.ready_total
-        if ready != self.wake_at:  # (not counted: the pull that completes it pokes)
+        ready = self.gate_opens_at(layer)
+        if ready is not None and ready != self.wake_at:  # (None: the last pull pokes)
             self.wake_at = ready
             self.engine.post(ready, self.poke)
+
+    def gate_opens_at(self, layer: int) -> float | None:
+        """When the forward gate of ``layer`` opens (its last part's arrival), or None while
+        parts are still to be counted."""
+        if self.model.overlap:
+            return None if self.missing[layer] else self.ready_at[layer]
+        return None if self.missing_total else self.ready_total
 
     def quiet_end(self, kind: int, layer: int) -> bool:
         # Others only see a backward that pushes gradients (overlap on, layer with tensors),
@@ -542,14 +542,9 @@ class PSModel:
         layer = self.tensor_layer[j]
         worker.missing[layer] -= 1
         worker.missing_total -= 1
-        if self.overlap:
-            if worker.missing[layer]:
-                return
-            ready = worker.ready_at[layer]
-        else:
-            if worker.missing_total:
-                return
-            ready = worker.ready_total
+        ready = worker.gate_opens_at(layer)
+        if ready is None:
+            return
         if ready > self.engine.now:  # an early-counted part is still on its way
             self.engine.post(ready, worker.poke)
         else:
