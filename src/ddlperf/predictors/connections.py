@@ -95,11 +95,13 @@ def connection_busy(sc: Scenario, periods: list[float] | None = None
     """(resource, busy seconds per period) of one connection per shard and direction: its
     bytes per iteration over the cap. ``periods`` (per group, ASP/SSP): the busiest group's
     connection, per mean period of 1 (a utilization); None (BSP): per iteration."""
+    if not sc.capped:
+        return receive_busy(sc, periods)
     shard_bytes = sc.placement.sum(axis=0)
     out: list[tuple[str, float]] = []
     for k, shard in enumerate(sc.shards):
         groups = [i for i, g in enumerate(sc.groups) if _connected_to(sc, shard, g)]
-        if not groups or not sc.capped:
+        if not groups:
             continue
         busy = float(shard_bytes[k]) / sc.connection_cap
         if periods is not None:
