@@ -9,7 +9,7 @@ import ddlperf.cli  # noqa: F401  (registers the commands)
 from ddlperf.api import predict
 from ddlperf.cli.app import app
 from ddlperf.cluster import Cluster
-from ddlperf.host_cpu import ring_edge_rate
+from ddlperf.host_cpu import ring_edge_rate, ring_rank_rate
 from ddlperf.predictors.analytic_batch import batch_key
 from ddlperf.scenario import resolve
 from ddlperf.strategy import Strategy
@@ -114,6 +114,53 @@ def test_ring_cpu_faster_than_the_network_changes_nothing(method):
         iteration("allreduce", {}, method, bandwidth="100Mbps"), rel=1e-12)
 
 
+def server_ring(method: str, allreduce: str, count: int, gpus: int, group: dict) -> float:
+    wl = make_workload(LAYERS)
+    nodes = Cluster.from_dict({"nodes": [{"count": count, "gpus": gpus, "intra": "100Gbps",
+                                          **group}], "bandwidth": "100Gbps", "latency": 0})
+    strategy = Strategy.model_validate({"arch": "allreduce", "allreduce": allreduce})
+    return predict(workload=wl, cluster=nodes, strategy=strategy,
+                   method=method).iteration_time_s
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("allreduce", ["ring", "hierarchical"])
+def test_a_fabric_that_costs_host_cpu_paces_a_capped_servers_ring(method, allreduce):
+    # one server of 2 GPUs: every edge is loopback; each rank sends one 2 MB chunk and
+    # receives one per step at 1e-8 s/byte on 0.5 core: 25 MB/s; 2 steps after 0.6 s
+    capped = {"cpu_cap": CAP, "intra_cpu_s_per_byte": PER_BYTE}
+    expected = 0.6 + 2 * (GRADIENT_BYTES / 2) / 25e6
+    assert server_ring(method, allreduce, 1, 2, capped) == pytest.approx(expected, rel=1e-9)
+    # uncapped, or capped with a fabric of peer copies: the 100 Gbit fabric is ~nothing
+    for group in ({"intra_cpu_s_per_byte": PER_BYTE}, {"cpu_cap": CAP}):
+        assert server_ring(method, allreduce, 1, 2, group) < 0.6 + 0.01
+
+
+def test_ring_rank_rate_takes_each_ranks_two_edges():
+    nic, intra = 1e-9, 4e-9
+    assert ring_rank_rate(nic, intra, 1, "flat", 4) == pytest.approx(1 / (2 * nic))
+    # two GPUs per server: every rank has one NIC edge and one fabric edge
+    assert ring_rank_rate(nic, intra, 2, "flat", 4) == pytest.approx(1 / (nic + intra))
+    # more GPUs: the middle ranks have two fabric edges
+    assert ring_rank_rate(nic, intra, 4, "flat", 4) == pytest.approx(1 / (2 * intra))
+    assert ring_rank_rate(nic, intra, 4, "flat", 1) == pytest.approx(1 / (2 * intra))
+    assert ring_rank_rate(nic, intra, 4, "inside", 4) == pytest.approx(1 / (2 * intra))
+    assert ring_rank_rate(nic, intra, 4, "across", 4) == pytest.approx(1 / (2 * nic))
+    # a fabric of peer copies costs nothing: a two-GPU rank pays only its NIC edge
+    assert ring_rank_rate(nic, 0.0, 2, "flat", 4) == pytest.approx(1 / nic)
+    assert ring_rank_rate(0.0, 0.0, 2, "flat", 4) == float("inf")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_flat_ring_over_two_gpu_servers_pays_one_nic_and_one_fabric_edge(method):
+    # 2 servers × 2 GPUs, 4 ranks: 6 steps of 1 MB; every rank sends over one path and
+    # receives over the other: 1 / ((1e-8 + 3e-8) / 0.5) = 12.5 MB/s
+    capped = {"cpu_cap": CAP, "comm_cpu_s_per_byte": PER_BYTE,
+              "intra_cpu_s_per_byte": 3 * PER_BYTE}
+    expected = 0.6 + 6 * (GRADIENT_BYTES / 4) / 12.5e6
+    assert server_ring(method, "ring", 2, 2, capped) == pytest.approx(expected, rel=1e-9)
+
+
 @pytest.mark.parametrize("sync", ["asp", "ssp"])
 def test_async_methods_agree_on_a_capped_worker(sync):
     slow = {"cpu_cap": CAP, "comm_cpu_s_per_byte": PER_BYTE}
@@ -202,11 +249,11 @@ def test_methods_agree_on_a_capped_aggregating_server():
     assert analytic - base.iteration_time_s == pytest.approx(charge, rel=1e-2)
 
 
-def test_all_reduce_says_the_fabric_cpu_is_not_charged():
+def test_all_reduce_notes_what_the_fabric_cpu_allows():
     wl = make_workload(LAYERS)
     sc = resolve(wl, _server({"cpu_cap": CAP, "intra_cpu_s_per_byte": PER_BYTE}, ps=0),
                  Strategy.model_validate({"arch": "allreduce"}))
-    assert any("not charged to all-reduce" in n for n in sc.notes)
+    assert any("25 MB/s per edge inside the server" in n for n in sc.notes)
 
 
 def test_bad_fabric_cpu_is_one_line(tmp_path):

@@ -76,6 +76,33 @@ def ring_edge_rate(wall_s_per_byte: float) -> float:
     return math.inf if wall_s_per_byte <= 0 else 1.0 / (2.0 * wall_s_per_byte)
 
 
+def ring_rank_rate(nic_wall_s_per_byte: float, intra_wall_s_per_byte: float, gpus: int,
+                   phase: str, servers: int) -> float:
+    """Payload bytes/s that the slowest capped rank of a group allows each of its ring edges in
+    ``phase`` (``flat``, ``inside``, ``across``; :mod:`ddlperf.predictors.rings`).
+
+    Per step a rank sends one chunk and receives one, each at the per-byte CPU of the path it
+    takes, so its CPU moves both edges at ``1 / (w_out + w_in)``. In a flat ring over several
+    servers a one-GPU server's rank has two NIC edges, a two-GPU server's ranks one NIC edge
+    and one fabric edge each, and with three or more GPUs the middle ranks two fabric edges;
+    a ring inside one server, and the inside phases of a hierarchical all-reduce, use only the
+    fabric, its across phase only the NICs. ``math.inf`` when nothing is charged.
+    """
+    nic, intra = nic_wall_s_per_byte, intra_wall_s_per_byte
+    if phase == "across":
+        pairs = [(nic, nic)]
+    elif phase == "inside" or servers <= 1:
+        pairs = [(intra, intra)]
+    elif gpus == 1:
+        pairs = [(nic, nic)]
+    elif gpus == 2:
+        pairs = [(nic, intra)]
+    else:
+        pairs = [(nic, intra), (intra, intra)]
+    slowest = max(out + into for out, into in pairs)
+    return math.inf if slowest <= 0 else 1.0 / slowest
+
+
 def ps_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float, moved_bytes: float,
             intra_cpu_s_per_byte: float = 0.0, intra_bytes: float = 0.0) -> str:
     """What the cap costs each worker of a PS group per iteration, for the notes."""
@@ -89,8 +116,18 @@ def ps_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float, moved_bytes: 
             "more compute per worker")
 
 
-def ring_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float) -> str:
-    """The rate a capped group's CPU allows each ring edge, for the notes."""
-    rate = ring_edge_rate(comm_cpu_s_per_byte / cpu_cap)
-    return (f"{name}: communication CPU ({comm_cpu_s_per_byte:.3g} s/byte) on a {cpu_cap:g}-core "
-            f"cap moves at most {rate / 1e6:.3g} MB/s per ring edge")
+def ring_note(name: str, cpu_cap: float, comm_cpu_s_per_byte: float,
+              intra_cpu_s_per_byte: float = 0.0) -> str:
+    """The rates a capped group's CPU allows a ring edge, for the notes: over the NIC (one
+    chunk out and one in per step) and, where the fabric costs host CPU, over the fabric."""
+    parts = []
+    if comm_cpu_s_per_byte > 0:
+        rate = ring_edge_rate(comm_cpu_s_per_byte / cpu_cap)
+        parts.append(f"{rate / 1e6:.3g} MB/s per edge over the NIC "
+                     f"({comm_cpu_s_per_byte:.3g} s/byte)")
+    if intra_cpu_s_per_byte > 0:
+        rate = ring_edge_rate(intra_cpu_s_per_byte / cpu_cap)
+        parts.append(f"{rate / 1e6:.3g} MB/s per edge inside the server "
+                     f"({intra_cpu_s_per_byte:.3g} s/byte)")
+    return (f"{name}: communication CPU on a {cpu_cap:g}-core cap moves at most "
+            + " and ".join(parts))

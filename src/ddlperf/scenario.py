@@ -65,6 +65,8 @@ class GroupPlan:
     # wall seconds a capped worker's CPU spends per byte it moves over the NIC (0: uncapped;
     # :mod:`ddlperf.host_cpu`); for the PS already in forward/backward, for rings a link
     comm_wall_s_per_byte: float = 0.0
+    # the same per byte it moves over a fabric that costs host CPU (loopback TCP; 0: none)
+    intra_wall_s_per_byte: float = 0.0
 
     @property
     def servers(self) -> int:
@@ -429,6 +431,7 @@ def _plan_group(
         gpus=segment.group.gpus, first_server=segment.first_server, nics=segment.group.nics,
         nic_up=segment.nic_up, nic_down=segment.nic_down, intra=segment.intra,
         rack=segment.rack, whole_racks=segment.whole_racks, comm_wall_s_per_byte=per_byte,
+        intra_wall_s_per_byte=getattr(group, "intra_cpu_wall_s_per_byte", 0.0),
     )
 
 
@@ -455,9 +458,6 @@ def _charge_comm_cpu(workload: Workload, strategy: Strategy, segment: Segment,
         notes.append(host_cpu.ps_note(group.name, cap, nic_per_byte, 2.0 * nic * float(
             sizes.sum()), intra_per_byte, 2.0 * intra * float(sizes.sum())))
     else:
-        if nic_per_byte > 0:
-            notes.append(host_cpu.ring_note(group.name, cap, nic_per_byte))
-        if intra_per_byte > 0 and gpus > 1:
-            notes.append(f"{group.name}: the fabric's host CPU (intra_cpu_s_per_byte) is not "
-                         "charged to all-reduce")
+        notes.append(host_cpu.ring_note(group.name, cap, nic_per_byte,
+                                        intra_per_byte if gpus > 1 else 0.0))
     return fwd, bwd

@@ -237,9 +237,9 @@ def measure(
     hosts = host_specs(sc, table, host_quotas)
     if rank_quotas:
         spec["rank_quotas"] = rank_quotas
-    if len(hosts) < 2:
-        raise InputError("--workers", "a measurement needs at least two hosts",
-                         "use --workers 2 or more (or a PS)")
+    if len(table) < 2:
+        raise InputError("--workers", "a measurement needs at least two ranks",
+                         "use --workers 2 or more, --gpus-per-node 2 or more, or a PS")
     require_root()
     say = progress or (lambda _msg: None)
     run_dir = prepare_out(out)
@@ -261,7 +261,7 @@ def measure(
         with emulated as net:
             durations["setup_s"] = time.monotonic() - began
             probed: dict[str, Any] = {}
-            if probe:
+            if probe and len(hosts) > 1:  # one server: no NIC traffic, nothing to probe
                 say(f"probing {2 * len(hosts)} links ({probe_seconds:g} s each)")
                 t0 = time.monotonic()
                 from ddlperf.measure.probe import probe_all

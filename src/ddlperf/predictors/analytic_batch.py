@@ -27,6 +27,7 @@ itself (layouts, FIFOs, passes) is in :mod:`ddlperf.predictors.analytic_batch_bs
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,7 @@ import numpy as np
 
 from ddlperf.prediction import TIE_SHARE
 from ddlperf.predictors.analytic_batch_bsp import Points, batch_layout, bsp_period
+from ddlperf.predictors.analytic_ps_bsp import connections_bind, ps_bsp
 from ddlperf.predictors.assembly import single_worker_baseline
 from ddlperf.predictors.bottleneck import COMPUTE_BOUND_SHARE, SATURATED
 from ddlperf.predictors.buckets import bucket_layout
@@ -91,6 +93,17 @@ def _structure_key(sc: Scenario) -> tuple[Any, ...]:
         id(g.backward), id(g.ready_offset), g.unattributed_s, g.update_s_per_byte,
         g.forward_s, g.backward_s, g.compute_s,
     )
+
+
+def point_scenario(template: Scenario, row: np.ndarray) -> Scenario:
+    """``template`` with the worker count and numbers of one point (a :meth:`Points.rows`
+    row): the scenario the point stands for, as far as the BSP period goes."""
+    n, gup, gdown, sup, sdown, supd, alpha = (float(v) for v in row)
+    g = template.groups[0]
+    group = replace(g, count=int(n), up=gup, down=gdown)
+    shards = tuple(replace(s, up=sup, down=sdown, update_s_per_byte=supd)
+                   for s in template.shards)
+    return replace(template, groups=(group,), shards=shards, latency_s=alpha)
 
 
 def point_values(sc: Scenario) -> tuple[float, float, float, float, float, float]:
@@ -314,10 +327,17 @@ class _BspPeriods:
             _, first, where = np.unique(as_bytes, return_index=True, return_inverse=True)
             distinct = table[first]
             periods = np.empty(len(distinct))
-            for start in range(0, len(distinct), MAX_BATCH):
-                part = distinct[start:start + MAX_BATCH]
+            # points whose worker's link holds its shard connections below their shares
+            # (one worker alone with several shards, fast shards): the per-point model
+            alone = [i for i, row in enumerate(distinct)
+                     if len(sc.shards) > 1 and connections_bind(point_scenario(sc, row))]
+            for i in alone:
+                periods[i] = ps_bsp(point_scenario(sc, distinct[i]))[1]
+            rest = np.setdiff1d(np.arange(len(distinct)), alone)
+            for start in range(0, len(rest), MAX_BATCH):
+                part = distinct[rest[start:start + MAX_BATCH]]
                 p = Points(*(np.ascontiguousarray(part[:, f]) for f in range(part.shape[1])))
-                periods[start:start + MAX_BATCH] = bsp_period(sc, lay, p)
+                periods[rest[start:start + MAX_BATCH]] = bsp_period(sc, lay, p)
             self._periods[key] = periods[where.reshape(-1)]
 
     def get(self, handle: tuple[tuple[Any, ...], int, int]) -> np.ndarray:

@@ -188,7 +188,10 @@ def _bsp_pass(
     # Pull: each (distinct) shard's uplink sends its tensors as they are released.
     pulled = links.pull.finish(np.concatenate((release, pad))[lay.idx])
     pulled = pulled.reshape(-1, points)[lay.flat]
-    if first:  # all released at 0: the stable order is the gradient order
+    if len(sc.shards) > 1:  # connections at their shares (batch_key: the links never bind)
+        arrival = pulled + p.alpha
+        base = forward.tensor_base[:, None]
+    elif first:  # all released at 0: the stable order is the gradient order
         down_done = links.first_down.finish(release)
         base = forward.tensor_base[:, None]
     else:  # the worker's downlink in release order; arrivals kept in that order
@@ -197,7 +200,8 @@ def _bsp_pass(
         down_done = serial_finish(release.take(flat), links.down_work.take(flat))
         pulled = pulled.take(flat)
         base = forward.tensor_base[by_release]
-    arrival = np.maximum(pulled, down_done) + p.alpha
+    if len(sc.shards) == 1:
+        arrival = np.maximum(pulled, down_done) + p.alpha
     if overlap:
         latest = (arrival - base).max(axis=0)
         latest = np.maximum(latest, forward.empty_layers)
@@ -252,10 +256,13 @@ def _push(
     else:
         grad_ready = np.broadcast_to(backward_end, (n_tensors, points))
         start = backward_end
-    sent = links.sent.finish(grad_ready)
     # the same sums in the shards' slots (pads: −inf + start = −inf)
     done = links.pushed.finish(_slot_ready(sc, lay)[:, :, None] + start)
-    arrived = np.maximum(done, np.concatenate((sent, pad))[lay.idx]) + p.alpha
+    if len(sc.shards) > 1:  # connections at their shares (batch_key: the uplink never binds)
+        arrived = done + p.alpha
+    else:
+        sent = links.sent.finish(grad_ready)
+        arrived = np.maximum(done, np.concatenate((sent, pad))[lay.idx]) + p.alpha
     if links.applied is not None:
         applied = links.applied.finish(arrived)
         updating = links.updating

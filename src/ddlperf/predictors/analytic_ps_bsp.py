@@ -27,7 +27,7 @@ from ddlperf.predictors.server_links import (
     ps_endpoints,
     ps_link_busy,
 )
-from ddlperf.predictors.shared_link import shared_link_finish
+from ddlperf.predictors.shared_link import connections_finish, shared_link_finish
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
 from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
 
@@ -158,17 +158,22 @@ def _bsp_pass(
 
     # Pull: each shard's uplink sends its tensors to every worker as they are released.
     up_ready = np.where(layout.holds, release[:, None], -np.inf)
-    pulled = _per_tensor(layout, serial_finish(up_ready,
-                                               placement * stream_s_per_byte(sc, senders, ps_up)))
+    pull_s_per_byte = stream_s_per_byte(sc, senders, ps_up)
+    pulled_each = serial_finish(up_ready, placement * pull_s_per_byte)
+    pulled = _per_tensor(layout, pulled_each)
     by_release = np.argsort(release, kind="stable")
     ready_in_order = release[by_release]
 
     readies, ends = [], []
     for group, before in zip(sc.groups, previous_end):
         down = receive_rate(sc, ps_endpoint_rates(sc, group)[1])  # its process takes in all
-        down_done = np.empty(len(sizes))
-        down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / down)
-        arrival = np.maximum(pulled, down_done) + alpha
+        if not per_connection(sc):
+            down_done = np.empty(len(sizes))
+            down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / down)
+            arrival = np.maximum(pulled, down_done) + alpha
+        else:  # its connections share its downlink where their shares add up to more
+            shared = _shared(sc, release, 1.0 / pull_s_per_byte, down)
+            arrival = _per_tensor(layout, np.maximum(pulled_each, shared)) + alpha
         if aggregates(sc, group):  # all-gather the pulled slices over the fabric
             arrival = _inside_server(sc, group, arrival)
         if overlap:  # a layer starts once its parameters arrived and the previous layer ended
@@ -187,15 +192,78 @@ def _bsp_pass(
         readies.append(ready)
         ends.append(backward_end)
 
-    # Push: each endpoint's uplink and each shard's downlink are FIFO links.
-    sent = serial_finish(readies[0], sizes / ps_endpoint_rates(sc, sc.groups[0])[0])
-    for group, ready in zip(sc.groups[1:], readies[1:]):
-        sent = np.maximum(sent, serial_finish(ready, sizes / ps_endpoint_rates(sc, group)[0]))
+    # Push: each endpoint's uplink (its connections, one per shard) and each shard's downlink.
+    sent = _sent(sc, readies)
     if len(sc.groups) == 1 and layout.ready_sorted:
         updates = _shards_one_group(sc, layout, readies[0], sent, senders)
     else:
         updates = _shards_general(sc, layout, readies, sent)
     return updates, ends
+
+
+def binds(caps: np.ndarray, capacity: float) -> bool:
+    """An endpoint's link can hold its connections below their shares at the shards: the
+    shares add up to more than the link (a tie does not)."""
+    return bool(len(caps) and float(np.sum(caps)) > capacity * (1 + 1e-9))
+
+
+def per_connection(sc: Scenario) -> bool:
+    """Several dedicated shards: an endpoint's link is shared by its connections. One shard:
+    the link is one FIFO. Colocated shards keep that FIFO too: their view
+    (:mod:`~ddlperf.predictors.analytic_colocated`) gives a host worker the rate at which its
+    whole model crosses its NIC in the time both of its roles need, a rate for one FIFO."""
+    return len(sc.shards) > 1 and all(s.host is None for s in sc.shards)
+
+
+def connections_bind(sc: Scenario) -> bool:
+    """Some endpoint's link holds its shard connections below their shares at the shards, in
+    either direction (what the batched path leaves to this model)."""
+    if not per_connection(sc):
+        return False
+    push, pull = _shares(sc)
+    for group in sc.groups:
+        up, down = ps_endpoint_rates(sc, group)
+        if binds(push, up) or binds(pull, receive_rate(sc, down)):
+            return True
+    return False
+
+
+def _shares(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """Each connection's share of its shard's downlink (push) and uplink (pull)."""
+    senders = _ps_senders(sc)
+    push = 1.0 / stream_s_per_byte(sc, senders, np.array([s.down for s in sc.shards]),
+                                   receiving=True)
+    pull = 1.0 / stream_s_per_byte(sc, senders, np.array([s.up for s in sc.shards]))
+    return push, pull
+
+
+def _shared(sc: Scenario, ready: np.ndarray, shares: np.ndarray, link: float) -> np.ndarray:
+    """(tensor, shard) finish times of an endpoint's connections on its ``link`` (bytes/s)
+    where they bind it (:func:`connections_finish`); −inf everywhere where they do not."""
+    if not binds(shares, link):
+        return np.full(sc.placement.shape, -np.inf)
+    return connections_finish(ready, sc.placement, shares, link)
+
+
+def _sent(sc: Scenario, readies: list[np.ndarray]) -> np.ndarray:
+    """When each (tensor, shard) part has left the endpoint (−inf: no constraint beyond the
+    shard's downlink). One shard (or colocated ones, :func:`per_connection`): the endpoint's
+    uplink is a FIFO. Several dedicated shards: one connection
+    per shard shares the uplink (:func:`connections_finish`) where the connections' shares
+    at the shards add up to more than the uplink; otherwise each runs at its share, which
+    the shards' downlink FIFOs already model."""
+    sizes = sc.tensor_bytes
+    if not per_connection(sc):
+        sent = serial_finish(readies[0], sizes / ps_endpoint_rates(sc, sc.groups[0])[0])
+        for group, ready in zip(sc.groups[1:], readies[1:]):
+            sent = np.maximum(sent, serial_finish(ready,
+                                                  sizes / ps_endpoint_rates(sc, group)[0]))
+        return np.broadcast_to(sent[:, None], sc.placement.shape)
+    shares = _shares(sc)[0]
+    sent = np.full(sc.placement.shape, -np.inf)
+    for group, ready in zip(sc.groups, readies):
+        sent = np.maximum(sent, _shared(sc, ready, shares, ps_endpoint_rates(sc, group)[0]))
+    return sent
 
 
 def _inside_server(sc: Scenario, group: GroupPlan, ready: np.ndarray) -> np.ndarray:
@@ -222,7 +290,7 @@ def _shards_one_group(
     update = np.array([s.update_s_per_byte for s in sc.shards])
     done = serial_finish(ready[:, None],
                          sc.placement * stream_s_per_byte(sc, senders, down, receiving=True))
-    arrived = np.maximum(done, sent[:, None]) + sc.latency_s
+    arrived = np.maximum(done, sent) + sc.latency_s
     if np.any(update > 0):
         arrived = serial_finish(arrived, sc.placement * update)
     return _per_tensor(layout, arrived)
@@ -259,7 +327,7 @@ def _shards_general(
         for finish in shared_link_finish([ready[rows] for ready in readies], part,
                                          [float(c) for c in counts], caps, capacity):
             done = np.maximum(done, finish)
-        arrived = np.maximum(done, sent[rows]) + sc.latency_s
+        arrived = np.maximum(done, sent[rows, k]) + sc.latency_s
         # Update: the shard applies a tensor once all N gradients of it arrived (FIFO).
         by_time = np.argsort(arrived, kind="stable")
         finish = serial_finish(arrived[by_time], part[by_time] * shard.update_s_per_byte)

@@ -15,8 +15,9 @@ link carries the G edges of its server, so an edge gets a 1/G share), all-gather
 steps of S/G). Each server's NICs move 2(S−1)/S · S bytes per direction in all, a flat ring's
 2(N−1)/N · S.
 
-A CPU-capped worker's communication CPU is one more link on its edges between servers
-(:mod:`ddlperf.host_cpu`): ``w1 cpu``.
+A CPU-capped worker's communication CPU is one more link on its edges (``w1 cpu``, ``node0
+cpu``): per step a rank sends one chunk and receives one, at the per-byte CPU of the NIC or,
+where the fabric is TCP through the host, of the fabric (:func:`ddlperf.host_cpu.ring_rank_rate`).
 
 Every step costs one latency α plus its chunk over the phase's rate; phases and buckets run
 one after another on one stream, so nothing else shares their links. A transport's cap
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ddlperf.host_cpu import ring_edge_rate
+from ddlperf.host_cpu import ring_rank_rate
 from ddlperf.scenario import GroupPlan, Scenario
 
 
@@ -66,9 +67,19 @@ def _server_links(sc: Scenario, share: int) -> list[Link]:
                       (racks.down / share, racks.name(r, "downlink"), False)]
     if links and sc.capped:  # each edge leaving a server is a connection of the transport
         links.append((sc.connection_cap, CONNECTION, False))
-    if links:  # a capped worker's CPU moves its edges no faster than ring_edge_rate
-        links += [(ring_edge_rate(g.comm_wall_s_per_byte), cpu_name(g), False)
-                  for g in sc.groups if g.comm_wall_s_per_byte > 0]
+    return links
+
+
+def _cpu_links(sc: Scenario, phase: str) -> list[Link]:
+    """The slowest capped rank of each group in ``phase``: its CPU moves its edges no faster
+    than :func:`~ddlperf.host_cpu.ring_rank_rate`."""
+    inside = phase == "inside" or sc.server_count <= 1
+    links: list[Link] = []
+    for g in sc.groups:
+        rate = ring_rank_rate(g.comm_wall_s_per_byte, g.intra_wall_s_per_byte, g.gpus, phase,
+                              sc.server_count)
+        if rate < float("inf"):
+            links.append((rate, cpu_name(g), inside))
     return links
 
 
@@ -94,18 +105,20 @@ def ring_phases(sc: Scenario) -> list[Phase]:
     if sc.strategy.allreduce == "ring":
         # NICs first, so that a tie names the NIC (and a workers: cluster names its ring as
         # it always has: the first group's uplink, else its downlink)
-        return [_phase("flat", 2 * (n - 1), n, _server_links(sc, 1) + _fabric_links(sc))]
+        return [_phase("flat", 2 * (n - 1), n,
+                       _server_links(sc, 1) + _fabric_links(sc) + _cpu_links(sc, "flat"))]
     gpus = sc.groups[0].gpus
     servers = sc.server_count
     phases = []
     inside = _fabric_links(sc)
+    inside_cpu = inside + _cpu_links(sc, "inside")
     if gpus > 1:
-        phases.append(_phase("inside", gpus - 1, gpus, inside))
+        phases.append(_phase("inside", gpus - 1, gpus, inside_cpu))
     if servers > 1:
         phases.append(_phase("across", 2 * (servers - 1), gpus * servers,
-                             _server_links(sc, gpus) + inside))
+                             _server_links(sc, gpus) + inside + _cpu_links(sc, "across")))
     if gpus > 1:
-        phases.append(_phase("inside", gpus - 1, gpus, inside))
+        phases.append(_phase("inside", gpus - 1, gpus, inside_cpu))
     return phases
 
 

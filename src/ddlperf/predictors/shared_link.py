@@ -60,3 +60,51 @@ def shared_link_finish(ready: list[np.ndarray], work: np.ndarray, counts: list[f
                 if ready[s][position[s]] > now:
                     break
     return finish
+
+
+def connections_finish(ready: np.ndarray, work: np.ndarray, caps: np.ndarray,
+                       capacity: float) -> np.ndarray:
+    """Finish time of every (item, connection) of one endpoint's link (``work``: items ×
+    connections, bytes; 0 where a connection does not carry the item) as its connections
+    share it: each connection sends its items one after another in the order they become
+    ready (``ready``, per item), every connection with an item ready gets an equal share of
+    ``capacity``, at most its own ``caps`` (its share at the far end), and what a capped one
+    leaves goes to the others. −inf where ``work`` is 0.
+
+    A PS worker keeps one connection per shard and sends each gradient on its shard's as soon
+    as it is ready, so the worker's link is shared by as many connections as have gradients
+    waiting — not one FIFO, in which a small gradient for one shard would wait behind a large
+    one for another, nor independent links, which the worker's link would not allow.
+    """
+    items, count = work.shape
+    finish = np.full(work.shape, -np.inf)
+    order = np.argsort(ready, kind="stable")
+    queues = [[int(j) for j in order if work[j, k] > 0] for k in range(count)]
+    position = [0] * count
+    left = [float(work[q[0], k]) if q else 0.0 for k, q in enumerate(queues)]
+    pending = [k for k in range(count) if queues[k]]
+    now = min((float(ready[queues[k][0]]) for k in pending), default=0.0)
+    while pending:
+        active = [k for k in pending if ready[queues[k][position[k]]] <= now]
+        if not active:
+            now = min(float(ready[queues[k][position[k]]]) for k in pending)
+            continue
+        rates = fair_rates([1.0] * len(active), [float(caps[k]) for k in active], capacity)
+        step = min((left[k] / r if r > 0 else math.inf) for k, r in zip(active, rates))
+        waiting = [float(ready[queues[k][position[k]]]) - now for k in pending
+                   if k not in active]
+        step = min([step, *waiting])
+        now += step
+        for k, r in zip(active, rates):
+            left[k] -= r * step
+            queue = queues[k]
+            while left[k] <= 1e-9 * max(1.0, float(work[queue[position[k]], k])):
+                finish[queue[position[k]], k] = now
+                position[k] += 1
+                if position[k] == len(queue):
+                    pending.remove(k)
+                    break
+                left[k] = float(work[queue[position[k]], k])
+                if ready[queue[position[k]]] > now:
+                    break
+    return finish

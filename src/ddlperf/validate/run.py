@@ -112,7 +112,10 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
             "source": "calibrated on this machine in this session: " + comm["how"],
             "calibration": comm}
         server = quota_server(plan)
-        if server is not None and server.gpus > 1 and plan.strategy.local_aggregation:
+        # the server's ranks move bytes over its loopback in local aggregation and in a ring
+        # alike (gloo's TCP pairs both); timed once, with the PS trainer's aggregation
+        if server is not None and server.gpus > 1 and (plan.strategy.local_aggregation
+                                                       or plan.strategy.arch == "allreduce"):
             say("timing the server's loopback CPU (local aggregation, uncapped)")
             t0 = time.monotonic()
             fabric = calibrate_fabric_cpu(workload, server.gpus, float(server.intra or 0),

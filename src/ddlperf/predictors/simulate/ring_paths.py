@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ddlperf.host_cpu import ring_edge_rate
+from ddlperf.host_cpu import ring_rank_rate
 from ddlperf.predictors.rings import CONNECTION, cpu_name
 from ddlperf.predictors.simulate.compute import OpRecord
 from ddlperf.predictors.simulate.network import Link
@@ -89,6 +89,7 @@ def ring_edges(units: list[Unit], racks: RackPlan | None = None,
             share = src_unit.group.gpus if phase == "across" else 1
             edge = classes[key] = EdgeClass(src_unit, dst_unit, kind)
             edge.hops = _hops(src_unit, dst_unit, kind, racks, share)
+            edge.hops += _cpu_hops(src_unit, dst_unit, phase, len(servers))
             if kind != "intra" and math.isfinite(cap):
                 edge.hops.append((cap, CONNECTION))
         edge.count += 1
@@ -130,9 +131,20 @@ def _hops(src: Unit, dst: Unit, kind: str, racks: RackPlan | None,
             hops.append((racks.down / share, racks.name(racks.of(b), "downlink")))
             # (a run of several racks is named after its first; all carry the same)
         hops.append((gd.nic_down / share, gd.nic_name("downlink", b - gd.first_server)))
-        # a capped worker's communication CPU (ddlperf.host_cpu), each end its own
-        hops += [(ring_edge_rate(g.comm_wall_s_per_byte), cpu_name(g, s - g.first_server))
-                 for g, s in ((gs, a), (gd, b)) if g.comm_wall_s_per_byte > 0]
     if gd.intra is not None:
         hops.append((gd.intra, gd.intra_name(b - gd.first_server)))
+    return hops
+
+
+def _cpu_hops(src: Unit, dst: Unit, phase: str, servers: int) -> list[tuple[float, str]]:
+    """A capped rank's communication CPU at each end of the edge (:mod:`ddlperf.host_cpu`):
+    the slowest rank of its group in ``phase`` (a ring step waits for its slowest edge, so
+    the class may take its slowest member's rate)."""
+    hops = []
+    for unit in (src, dst):
+        g = unit.group
+        rate = ring_rank_rate(g.comm_wall_s_per_byte, g.intra_wall_s_per_byte, g.gpus, phase,
+                              servers)
+        if rate < math.inf:
+            hops.append((rate, cpu_name(g, unit.server - g.first_server)))
     return hops
