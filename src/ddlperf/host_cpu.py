@@ -21,13 +21,17 @@ wall seconds per byte, where that CPU really runs:
   the reduce-scatter ((G−1)/G of the gradient in float adds, memory-bound) are not charged:
   a few ms per iteration where the transfers cost hundreds.
 - **all-reduce.** A bucket is reduced by the framework's communication threads while the compute
-  thread waits or runs backward. Per ring step a worker sends one chunk and receives one, so
-  its CPU is a link of ``cpu_cap / (2 · comm_cpu_s_per_byte)`` payload bytes/s on each of its
-  edges between servers: the ring runs at the slowest of that and the network (the CPU and the
-  wire work side by side), and only binds when the capped CPU is slower than the network.
+  thread waits or runs backward. Per ring step a worker sends one chunk and receives one, each
+  at the per-byte CPU of its path (the NIC's ``comm_cpu_s_per_byte``, a host fabric's
+  ``intra_cpu_s_per_byte``), so its CPU is a link of ``cpu_cap / (s_out + s_in)`` payload
+  bytes/s on both of its edges (:func:`ring_rank_rate`): the ring runs at the slowest of that
+  and the network (the CPU and the wire work side by side), and only binds when the capped
+  CPU is slower than the network. The per-byte figures a ring pays are its own trainer's (a
+  ring reduces while the compute thread idles), smaller than a PS worker's, whose pushes run
+  beside its compute (:mod:`ddlperf.validate.comm_cpu`).
 
-Only bytes over the NIC are charged: a colocated shard's own updates and traffic are the PS's,
-not the worker's, and are not charged here.
+A colocated shard's own updates and traffic are the PS's, not the worker's, and are not
+charged here.
 """
 
 from __future__ import annotations

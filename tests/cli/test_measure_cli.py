@@ -59,6 +59,7 @@ def invoke(*args: str):
     (["--arch", "allreduce", "--sync", "asp"], ["--sync"]),
     (["--workers", "0"], ["--workers"]),
     (["--ps", "0"], ["ps", "--ps 1"]),
+    (["--workers", "1", "--arch", "allreduce", "--ps", "0"], ["--workers", "two ranks"]),
 ])
 def test_bad_input_is_one_line_and_exit_2(wl: str, args: list[str], needles: list[str]
                                           ) -> None:

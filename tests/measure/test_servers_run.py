@@ -60,3 +60,19 @@ def test_each_trainer_on_servers_moves_the_expected_bytes(tmp_path: Path, option
         assert split["communication_intra"] == 0.0
     predicted = predict(workload=WORKLOAD, workers=4, method="analytic", **SERVERS, **options)
     assert m.iteration_time_s == pytest.approx(predicted.iteration_time_s, rel=0.15)
+
+
+def test_one_server_alone_is_measured_over_its_loopback(tmp_path: Path) -> None:
+    # all-reduce inside one server of 2 GPUs: no NIC traffic (nothing to probe), every byte on
+    # the loopback, and the ring's time as predicted
+    m = measure(workload=WORKLOAD, workers=2, ps=0, arch="allreduce", iterations=4, warmup=1,
+                out=tmp_path / "m", timeout=60, **SERVERS)
+    wire = m.inputs["measure"]["wire_check"]
+    assert wire["ok"], wire["message"]
+    rows = {row["link"]: row for row in wire["links"]}
+    assert rows["node0 intra"]["judged"]
+    assert "probe" not in m.inputs["measure"] or not m.inputs["measure"]["probe"]
+    assert [w.name for w in m.workers] == ["node0/gpu0", "node0/gpu1"]
+    predicted = predict(workload=WORKLOAD, workers=2, ps=0, arch="allreduce", method="analytic",
+                        **SERVERS)
+    assert m.iteration_time_s == pytest.approx(predicted.iteration_time_s, rel=0.15)

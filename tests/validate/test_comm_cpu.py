@@ -1,11 +1,11 @@
 """In-session calibration of communication CPU per byte: the PS trainer's exchange between
-two emulated hosts, read from the worker's CPU clock."""
+two emulated hosts, and the DDP trainer's all-reduce, read from the ranks' CPU clocks."""
 
 from __future__ import annotations
 
 import pytest
 
-from ddlperf.validate.comm_cpu import calibrate_comm_cpu, calibrate_fabric_cpu
+from ddlperf.validate.comm_cpu import calibrate_comm_cpu, calibrate_fabric_cpu, calibrate_ring_cpu
 from tests.conftest import make_workload
 
 
@@ -34,3 +34,19 @@ def test_a_servers_loopback_exchange_yields_cpu_seconds_per_fabric_byte():
     assert out["intra_cpu_s_per_byte"] == pytest.approx(
         out["cpu_s_per_iteration"] / out["intra_bytes_per_iteration"])
     assert out["intra_cpu_s_per_byte"] > 0
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("gpus", [1, 2], ids=["two-hosts", "one-server"])
+def test_the_rings_own_exchange_yields_cpu_seconds_per_byte(gpus):
+    # 2 ranks, one 1.4 MB bucket: each sends and receives 2(N-1)/N of it = 1.4 MB each way,
+    # over the NIC between two hosts or over one server's loopback
+    workload = make_workload([(0.01, 0.02, [400_000, 4_000]), (0.01, 0.02, [1_000_000])])
+    out = calibrate_ring_cpu(workload, 200e6, gpus, 1e9 if gpus > 1 else None, iterations=4,
+                             warmup=1)
+    assert out["bytes_per_iteration"] == 2 * 1_404_000
+    assert out["iterations"] == 4 and out["gpus"] == gpus
+    assert out["s_per_byte"] == pytest.approx(
+        out["cpu_s_per_iteration"] / out["bytes_per_iteration"])
+    assert out["s_per_byte"] > 0
+    assert ("loopback" in out["how"]) == (gpus > 1)

@@ -22,7 +22,11 @@ from ddlperf.validate.clusters import (
     with_ps_update,
     with_quotas,
 )
-from ddlperf.validate.comm_cpu import calibrate_comm_cpu, calibrate_fabric_cpu
+from ddlperf.validate.comm_cpu import (
+    calibrate_comm_cpu,
+    calibrate_fabric_cpu,
+    calibrate_ring_cpu,
+)
 from ddlperf.validate.compare import METHODS, compare, summarize
 from ddlperf.validate.matrix_file import load_matrix
 from ddlperf.validate.plan import Plan, plan_matrix
@@ -103,19 +107,33 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
         speeds = quota_speeds(plan)
         durations["quota_timing_s"] = time.monotonic() - t0
         inputs["quota"] = speeds
-        say("timing communication CPU (the PS trainer, 1 worker + 1 shard)")
+        server = quota_server(plan)
+        ring = plan.strategy.arch == "allreduce"
         t0 = time.monotonic()
-        comm = calibrate_comm_cpu(workload, quota_nic_bps(plan), plan.compute)
+        if ring:  # the ring's own trainer: it does not pay what a PS worker's pushes do
+            say("timing communication CPU (the DDP trainer, 2 hosts)")
+            comm = calibrate_ring_cpu(workload, quota_nic_bps(plan), compute=plan.compute)
+            comm["comm_cpu_s_per_byte"] = comm["s_per_byte"]
+        else:
+            say("timing communication CPU (the PS trainer, 1 worker + 1 shard)")
+            comm = calibrate_comm_cpu(workload, quota_nic_bps(plan), plan.compute)
         durations["comm_cpu_timing_s"] = time.monotonic() - t0
         inputs["comm_cpu_s_per_byte"] = {
             "value": comm["comm_cpu_s_per_byte"],
             "source": "calibrated on this machine in this session: " + comm["how"],
             "calibration": comm}
-        server = quota_server(plan)
-        # the server's ranks move bytes over its loopback in local aggregation and in a ring
-        # alike (gloo's TCP pairs both); timed once, with the PS trainer's aggregation
-        if server is not None and server.gpus > 1 and (plan.strategy.local_aggregation
-                                                       or plan.strategy.arch == "allreduce"):
+        if server is not None and server.gpus > 1 and ring:
+            say("timing the server's loopback CPU (the DDP trainer on one server, uncapped)")
+            t0 = time.monotonic()
+            fabric = calibrate_ring_cpu(workload, quota_nic_bps(plan), server.gpus,
+                                        float(server.intra or 0), plan.compute)
+            fabric["intra_cpu_s_per_byte"] = fabric["s_per_byte"]
+            durations["fabric_cpu_timing_s"] = time.monotonic() - t0
+            inputs["intra_cpu_s_per_byte"] = {
+                "value": fabric["intra_cpu_s_per_byte"],
+                "source": "calibrated on this machine in this session: " + fabric["how"],
+                "calibration": fabric}
+        elif server is not None and server.gpus > 1 and plan.strategy.local_aggregation:
             say("timing the server's loopback CPU (local aggregation, uncapped)")
             t0 = time.monotonic()
             fabric = calibrate_fabric_cpu(workload, server.gpus, float(server.intra or 0),
