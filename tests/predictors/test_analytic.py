@@ -179,3 +179,23 @@ def test_asp_workers_capped_by_their_own_links_do_not_queue_at_a_faster_shard():
               replications=3, jobs=1)
     assert fast == pytest.approx(sim.workers[0].iteration_time_s, rel=0.05)  # was +11%
     assert slow == pytest.approx(sim.workers[3].iteration_time_s, rel=0.05)
+
+
+@pytest.mark.parametrize(("workers", "shards", "rates", "sharding", "overlap"), [
+    (1, 2, ("100Mbps", "1Gbps"), "round_robin", True),
+    (2, 4, ("100Mbps", "1Gbps"), "greedy", True),
+    (3, 3, ("100Mbps", "250Mbps"), "even", True),
+    (2, 3, ("200Mbps", "200Mbps"), "round_robin", False),
+    (1, 4, ("100Mbps", "250Mbps"), "greedy", False),
+])
+def test_shard_connections_agree_with_the_simulators_flows(workers, shards, rates, sharding,
+                                                           overlap):
+    # identical workers, deterministic: the analytic model is exact where the connections
+    # bind the worker's link (shards faster than their share of it) and where they do not
+    w = make_workload([(0.02, 0.04, [6_000_000]), (0.008, 0.016, [500_000, 200_000]),
+                       (0.01, 0.02, [1_500_000])] * 2)
+    cluster = {"workers": [{"count": workers}], "bandwidth": rates[0], "latency": 5e-5,
+               "ps": {"count": shards, "bandwidth": rates[1]}}
+    a, s = (run(w, cluster=cluster, sharding=sharding, overlap=overlap, method=m)
+            for m in ("analytic", "simulate"))
+    assert a.iteration_time_s == pytest.approx(s.iteration_time_s, rel=1e-9)

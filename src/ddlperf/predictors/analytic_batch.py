@@ -27,8 +27,8 @@ itself (layouts, FIFOs, passes) is in :mod:`ddlperf.predictors.analytic_batch_bs
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np

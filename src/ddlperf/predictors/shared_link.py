@@ -76,7 +76,7 @@ def connections_finish(ready: np.ndarray, work: np.ndarray, caps: np.ndarray,
     waiting — not one FIFO, in which a small gradient for one shard would wait behind a large
     one for another, nor independent links, which the worker's link would not allow.
     """
-    items, count = work.shape
+    count = work.shape[1]
     finish = np.full(work.shape, -np.inf)
     order = np.argsort(ready, kind="stable")
     queues = [[int(j) for j in order if work[j, k] > 0] for k in range(count)]
