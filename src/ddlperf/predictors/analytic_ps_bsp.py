@@ -1,7 +1,9 @@
 """BSP parameter server in closed form: per-link FIFO pipelines iterated to their period.
 
 One iteration is pull → forward → backward → push → update, each link and each shard's
-optimizer a FIFO server (finish_j = max(ready_j, finish_{j−1}) + work_j). The slowest worker
+optimizer a FIFO server (finish_j = max(ready_j, finish_{j−1}) + work_j), except a worker's link
+to several dedicated shards: one connection per shard, sharing it
+(:func:`~ddlperf.predictors.shared_link.connections_finish`). The slowest worker
 and the busiest shard link set the pace; heterogeneous workers and shard imbalance are exact
 inputs, overlap (WFBP) is a switch. The asynchronous models reuse its contention-free cycle.
 """
