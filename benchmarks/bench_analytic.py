@@ -9,6 +9,14 @@ average next to them: on a shared machine the wall clock measures the other jobs
 Targets: ≥ 10,000 predictions/s (issue #2); the batched sweep ≥ 20,000 points/s (issue #12);
 start-up under 1 s.
 
+Measured after a worker's shard connections got their shared-link model (2026-12-01, load
+0.8, CPU seconds, best of 3): the 1,536-point grid 1,640 points/s batched (22,600 with the
+code before it, same load), 400/s per point (937); of it, BSP with 8–128 workers 14,300/s
+(13,400) and ASP with 8–128 workers 1,550/s (16,200): every point whose worker's connections
+hold its link (9% of the grid: fewer workers than shards) and every distinct one-worker
+ASP cycle with several shards runs the per-point event loop (``shared_link.
+connections_finish``, ~1 ms per pass and direction). The figures below predate it.
+
 Measured (2026-12-01, 2 shared cores, CPU seconds, best of several runs): batched sweep of
 the 1,536-point grid on 1 process 22,450 points/s at load 3.3 and 20,300 at load 6.9 (before
 the speed work of issue 12: 8,700–8,900 at load 2.9, 7,400–8,100 at load 3.7–7; the BSP fixed

@@ -75,36 +75,57 @@ def connections_finish(ready: np.ndarray, work: np.ndarray, caps: np.ndarray,
     as it is ready, so the worker's link is shared by as many connections as have gradients
     waiting — not one FIFO, in which a small gradient for one shard would wait behind a large
     one for another, nor independent links, which the worker's link would not allow.
+
+    An event loop over plain floats (it runs inside the BSP fixed point, per pass and
+    direction): an event is an item's end or a waiting connection's next item becoming ready.
     """
     count = work.shape[1]
     finish = np.full(work.shape, -np.inf)
-    order = np.argsort(ready, kind="stable")
-    queues = [[int(j) for j in order if work[j, k] > 0] for k in range(count)]
-    position = [0] * count
-    left = [float(work[q[0], k]) if q else 0.0 for k, q in enumerate(queues)]
-    pending = [k for k in range(count) if queues[k]]
-    now = min((float(ready[queues[k][0]]) for k in pending), default=0.0)
+    order = np.argsort(ready, kind="stable").tolist()
+    times = ready.tolist()
+    items: list[list[int]] = []  # per connection, in its sending order
+    starts: list[list[float]] = []
+    sizes: list[list[float]] = []
+    ends: list[list[float]] = []  # what may be left of an item when it counts as sent
+    for column in work.T.tolist():
+        mine = [j for j in order if column[j] > 0]
+        items.append(mine)
+        starts.append([times[j] for j in mine])
+        sizes.append([column[j] for j in mine])
+        ends.append([1e-9 * max(1.0, column[j]) for j in mine])
+    cap = [float(c) for c in caps]
+    lowest_cap = min(cap)
+    head = [0] * count
+    left = [q[0] if q else 0.0 for q in sizes]
+    pending = [k for k in range(count) if items[k]]
+    now = min((starts[k][0] for k in pending), default=0.0)
     while pending:
-        active = [k for k in pending if ready[queues[k][position[k]]] <= now]
+        active = [k for k in pending if starts[k][head[k]] <= now]
         if not active:
-            now = min(float(ready[queues[k][position[k]]]) for k in pending)
+            now = min(starts[k][head[k]] for k in pending)
             continue
-        rates = fair_rates([1.0] * len(active), [float(caps[k]) for k in active], capacity)
-        step = min((left[k] / r if r > 0 else math.inf) for k, r in zip(active, rates))
-        waiting = [float(ready[queues[k][position[k]]]) - now for k in pending
-                   if k not in active]
-        step = min([step, *waiting])
+        share = capacity / len(active)
+        if lowest_cap >= share:  # no connection held by its cap: equal shares
+            rates = [share] * len(active)
+            step = min(left[k] for k in active) / share
+        else:
+            rates = fair_rates([1.0] * len(active), [cap[k] for k in active], capacity)
+            step = min((left[k] / r if r > 0 else math.inf) for k, r in zip(active, rates))
+        for k in pending:
+            start = starts[k][head[k]]
+            if now < start < now + step:
+                step = start - now
         now += step
         for k, r in zip(active, rates):
             left[k] -= r * step
-            queue = queues[k]
-            while left[k] <= 1e-9 * max(1.0, float(work[queue[position[k]], k])):
-                finish[queue[position[k]], k] = now
-                position[k] += 1
-                if position[k] == len(queue):
+            size, end = sizes[k], ends[k]
+            while left[k] <= end[head[k]]:
+                finish[items[k][head[k]], k] = now
+                head[k] += 1
+                if head[k] == len(size):
                     pending.remove(k)
                     break
-                left[k] = float(work[queue[position[k]], k])
-                if ready[queue[position[k]]] > now:
+                left[k] = size[head[k]]
+                if starts[k][head[k]] > now:
                     break
     return finish
