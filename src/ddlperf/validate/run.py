@@ -122,23 +122,20 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
             "value": comm["comm_cpu_s_per_byte"],
             "source": "calibrated on this machine in this session: " + comm["how"],
             "calibration": comm}
+        fabric = None
         if server is not None and server.gpus > 1 and ring:
             say("timing the server's loopback CPU (the DDP trainer on one server, uncapped)")
             t0 = time.monotonic()
             fabric = calibrate_ring_cpu(workload, quota_nic_bps(plan), server.gpus,
                                         float(server.intra or 0), plan.compute)
             fabric["intra_cpu_s_per_byte"] = fabric["s_per_byte"]
-            durations["fabric_cpu_timing_s"] = time.monotonic() - t0
-            inputs["intra_cpu_s_per_byte"] = {
-                "value": fabric["intra_cpu_s_per_byte"],
-                "source": "calibrated on this machine in this session: " + fabric["how"],
-                "calibration": fabric}
         elif server is not None and server.gpus > 1 and plan.strategy.local_aggregation:
             say("timing the server's loopback CPU (local aggregation, uncapped)")
             t0 = time.monotonic()
             fabric = calibrate_fabric_cpu(workload, server.gpus, float(server.intra or 0),
                                           quota_nic_bps(plan), comm["comm_cpu_s_per_byte"],
                                           plan.compute)
+        if fabric is not None:
             durations["fabric_cpu_timing_s"] = time.monotonic() - t0
             inputs["intra_cpu_s_per_byte"] = {
                 "value": fabric["intra_cpu_s_per_byte"],
