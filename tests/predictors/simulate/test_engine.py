@@ -151,6 +151,38 @@ def test_at_in_the_past_and_until_in_the_past_raise() -> None:
         eng.run(until=0.5)
 
 
+def test_advance_runs_a_continuation_inline_only_when_it_would_run_next() -> None:
+    # A callback that continues itself: inline while nothing queued comes first (strictly:
+    # an event queued at the same time was scheduled earlier), posted otherwise; the order
+    # and the times are those of posting every step.
+    def trace(inline: bool) -> list[tuple[str, float]]:
+        eng = Engine()
+        seen: list[tuple[str, float]] = []
+
+        def step(k: int) -> None:
+            while True:
+                seen.append((f"step{k}", eng.now))
+                if k == 5:
+                    return
+                k, at = k + 1, eng.now + 1.0
+                if not (inline and eng.advance(at)):
+                    eng.post(at, step, k)
+                    return
+
+        eng.at(0.0, step, 0)
+        eng.at(2.0, lambda: seen.append(("other", eng.now)))  # ties with step2: goes first
+        eng.at(3.5, lambda: seen.append(("later", eng.now)))
+        eng.run(until=4.5)  # step5 at 5.0 stays queued
+        assert len(eng) == 1
+        return seen
+
+    assert trace(True) == trace(False) == [
+        ("step0", 0.0), ("step1", 1.0), ("other", 2.0), ("step2", 2.0), ("step3", 3.0),
+        ("later", 3.5), ("step4", 4.0)]
+    eng = Engine()
+    assert not eng.advance(1.0) and eng.now == 0.0  # outside run: never
+
+
 @given(st.lists(st.floats(min_value=0.0, max_value=1e6, allow_nan=False), max_size=200))
 def test_order_is_a_stable_sort_by_time(delays: list[float]) -> None:
     eng = Engine()

@@ -35,39 +35,46 @@ if TYPE_CHECKING:
 
 def finish(net: Network, link: Link) -> None:
     """Clock event of ``link``: the flow with the smallest finish tag has sent everything;
-    its next message (``follow``) ends when the clock has moved that many bytes more."""
-    link._clock_event = None
-    heap = link._heap
-    entry = heap[0]
-    while entry[2] is None:
-        heappop(heap)
-        entry = heap[0]
-    flow = entry[2]
-    done = link._v = entry[0]  # exactly: that flow has nothing left
+    its next message (``follow``) ends when the clock has moved that many bytes more.
+
+    While the link's next tag would be the engine's next event anyway, it is run here
+    (:meth:`.engine.Engine.advance`): the same order, without a heap push and pop each."""
     engine = net.engine
-    link._vt = now = engine.now
-    nxt = None if flow.follow is None else flow.follow(flow)
-    top = heap[0] is entry  # (follow leaves the link's tags alone; if not, mark it stale)
-    if not top:
-        entry[2] = None
-    if nxt is None:
-        if top:
+    heap = link._heap
+    while True:
+        link._clock_event = None
+        entry = heap[0]
+        while entry[2] is None:
             heappop(heap)
-        net._end(flow)
-    else:
-        size = net._next_message(flow, nxt[0], nxt[1])  # (positional: the fast call)
-        net._tags = seq = net._tags + 1
-        flow._entry = entry = [done + size, seq, flow]
-        if top:  # one sift instead of a pop and a push
-            heapreplace(heap, entry)
+            entry = heap[0]
+        flow = entry[2]
+        done = link._v = entry[0]  # exactly: that flow has nothing left
+        link._vt = now = engine.now
+        nxt = None if flow.follow is None else flow.follow(flow)
+        top = heap[0] is entry  # (follow leaves the link's tags alone; if not, mark it stale)
+        if not top:
+            entry[2] = None
+        if nxt is None:
+            if top:
+                heappop(heap)
+            net._end(flow)
         else:
-            heappush(heap, entry)
-    while heap and heap[0][2] is None:
-        heappop(heap)
-    if heap:  # the clock reads ``done``
-        left = heap[0][0] - done
-        link._clock_event = engine.post(now + left / link.level if left > 0.0 else now,
-                                        finish, net, link)
+            size = net._next_message(flow, nxt[0], nxt[1])  # (positional: the fast call)
+            net._tags = seq = net._tags + 1
+            flow._entry = entry = [done + size, seq, flow]
+            if top:  # one sift instead of a pop and a push
+                heapreplace(heap, entry)
+            else:
+                heappush(heap, entry)
+        while heap and heap[0][2] is None:
+            heappop(heap)
+        if not heap:
+            return
+        left = heap[0][0] - done  # the clock reads ``done``
+        at = now + left / link.level if left > 0.0 else now
+        if not engine.advance(at):
+            link._clock_event = engine.post(at, finish, net, link)
+            return
 
 
 def wake(net: Network, link: Link) -> None:
