@@ -29,6 +29,7 @@ from ddlperf.predictors.server_links import (
     ps_endpoints,
     ps_link_busy,
 )
+from ddlperf.predictors.shared_connections import ConnectionItems, ShiftedRepeats
 from ddlperf.predictors.shared_link import connections_finish, shared_link_finish
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
 from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
@@ -62,6 +63,7 @@ class _PsLayout:
     shard_rows: tuple[np.ndarray, ...]  # tensors (gradient order) held by each shard
     shard_parts: tuple[np.ndarray, ...]  # their bytes on that shard
     ready_sorted: bool  # gradient order follows reverse layer order (ready times ascend)
+    connections: ConnectionItems  # the tensors on each shard's connection
 
 
 def ready_in_gradient_order(sc: Scenario) -> bool:
@@ -90,6 +92,7 @@ def ps_layout(sc: Scenario) -> _PsLayout:
             shard_rows=rows,
             shard_parts=tuple(sc.placement[r, k] for k, r in enumerate(rows)),
             ready_sorted=ready_in_gradient_order(sc),
+            connections=ConnectionItems.of(sc.placement),
         )
     return cache[key]
 
@@ -113,12 +116,13 @@ def ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     layout = ps_layout(sc)
     senders = _ps_senders(sc)
     zeros = np.zeros(len(sc.tensor_bytes))
-    updates, ends = _bsp_pass(sc, layout, senders, zeros, [-np.inf] * len(sc.groups))
+    repeats = ShiftedRepeats()  # a pass's shared links, as the last pass's shifted
+    updates, ends = _bsp_pass(sc, layout, senders, zeros, [-np.inf] * len(sc.groups), repeats)
     period = max(float(updates.max()), *ends)
     if sc.strategy.overlap and not sc.strategy.step_barrier:
         for _ in range(MAX_PASSES - 1):
             updates, ends = _bsp_pass(sc, layout, senders, updates - period,
-                                      [end - period for end in ends])
+                                      [end - period for end in ends], repeats)
             new_period = max(float(updates.max()), *ends)
             settled = abs(new_period - period) <= 1e-9 * new_period
             period = new_period
@@ -145,7 +149,7 @@ def ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
 
 def _bsp_pass(
     sc: Scenario, layout: _PsLayout, senders: np.ndarray, release: np.ndarray,
-    previous_end: list[float],
+    previous_end: list[float], repeats: ShiftedRepeats,
 ) -> tuple[np.ndarray, list[float]]:
     """One BSP iteration: pull → forward → backward → push → update, as FIFO links.
 
@@ -167,14 +171,15 @@ def _bsp_pass(
     ready_in_order = release[by_release]
 
     readies, ends = [], []
-    for group, before in zip(sc.groups, previous_end):
+    for index, (group, before) in enumerate(zip(sc.groups, previous_end)):
         down = receive_rate(sc, ps_endpoint_rates(sc, group)[1])  # its process takes in all
         if not per_connection(sc):
             down_done = np.empty(len(sizes))
             down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / down)
             arrival = np.maximum(pulled, down_done) + alpha
         else:  # its connections share its downlink where their shares add up to more
-            shared = _shared(sc, release, 1.0 / pull_s_per_byte, down)
+            shared = _shared(sc, layout, release, 1.0 / pull_s_per_byte, down,
+                             repeats, ("pull", index))
             arrival = _per_tensor(layout, np.maximum(pulled_each, shared)) + alpha
         if aggregates(sc, group):  # all-gather the pulled slices over the fabric
             arrival = _inside_server(sc, group, arrival)
@@ -195,7 +200,7 @@ def _bsp_pass(
         ends.append(backward_end)
 
     # Push: each endpoint's uplink (its connections, one per shard) and each shard's downlink.
-    sent = _sent(sc, readies)
+    sent = _sent(sc, layout, readies, repeats)
     if len(sc.groups) == 1 and layout.ready_sorted:
         updates = _shards_one_group(sc, layout, readies[0], sent, senders)
     else:
@@ -239,15 +244,19 @@ def _shares(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
     return push, pull
 
 
-def _shared(sc: Scenario, ready: np.ndarray, shares: np.ndarray, link: float) -> np.ndarray:
+def _shared(sc: Scenario, layout: _PsLayout, ready: np.ndarray, shares: np.ndarray,
+            link: float, repeats: ShiftedRepeats, key: tuple[str, int]) -> np.ndarray:
     """(tensor, shard) finish times of an endpoint's connections on its ``link`` (bytes/s)
-    where they bind it (:func:`connections_finish`); −inf everywhere where they do not."""
+    where they bind it (:func:`connections_finish`); −inf everywhere where they do not.
+    ``repeats``: the last pass's, for ``key`` (direction and group)."""
     if not binds(shares, link):
         return np.full(sc.placement.shape, -np.inf)
-    return connections_finish(ready, sc.placement, shares, link)
+    return repeats.finish(key, ready, lambda: connections_finish(
+        ready, sc.placement, shares, link, layout.connections))
 
 
-def _sent(sc: Scenario, readies: list[np.ndarray]) -> np.ndarray:
+def _sent(sc: Scenario, layout: _PsLayout, readies: list[np.ndarray],
+          repeats: ShiftedRepeats) -> np.ndarray:
     """When each (tensor, shard) part has left the endpoint (−inf: no constraint beyond the
     shard's downlink). One shard (or colocated ones, :func:`per_connection`): the endpoint's
     uplink is a FIFO. Several dedicated shards: one connection
@@ -263,8 +272,10 @@ def _sent(sc: Scenario, readies: list[np.ndarray]) -> np.ndarray:
         return np.broadcast_to(sent[:, None], sc.placement.shape)
     shares = _shares(sc)[0]
     sent = np.full(sc.placement.shape, -np.inf)
-    for group, ready in zip(sc.groups, readies):
-        sent = np.maximum(sent, _shared(sc, ready, shares, ps_endpoint_rates(sc, group)[0]))
+    for index, (group, ready) in enumerate(zip(sc.groups, readies)):
+        sent = np.maximum(sent, _shared(sc, layout, ready, shares,
+                                        ps_endpoint_rates(sc, group)[0], repeats,
+                                        ("push", index)))
     return sent
 
 

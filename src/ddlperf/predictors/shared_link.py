@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from ddlperf.predictors.shared_connections import ConnectionItems, equal_caps_finish
+
 
 def fair_rates(weights: list[float], caps: list[float], capacity: float) -> list[float]:
     """Per-flow rate of each active stream (``weights`` flows each): water-filling."""
@@ -63,7 +65,8 @@ def shared_link_finish(ready: list[np.ndarray], work: np.ndarray, counts: list[f
 
 
 def connections_finish(ready: np.ndarray, work: np.ndarray, caps: np.ndarray,
-                       capacity: float) -> np.ndarray:
+                       capacity: float, connections: ConnectionItems | None = None
+                       ) -> np.ndarray:
     """Finish time of every (item, connection) of one endpoint's link (``work``: items ×
     connections, bytes; 0 where a connection does not carry the item) as its connections
     share it: each connection sends its items one after another in the order they become
@@ -78,7 +81,19 @@ def connections_finish(ready: np.ndarray, work: np.ndarray, caps: np.ndarray,
 
     An event loop over plain floats (it runs inside the BSP fixed point, per pass and
     direction): an event is an item's end or a waiting connection's next item becoming ready.
+    Connections with one cap (identical shards) take the faster
+    :func:`~ddlperf.predictors.shared_connections.equal_caps_finish`; ``connections``: the
+    items of ``work``, if the caller keeps them.
     """
+    if len(caps) and np.all(caps == caps[0]):
+        items = connections if connections is not None else ConnectionItems.of(work)
+        return equal_caps_finish(items, ready, float(caps[0]), capacity)
+    return water_filled_finish(ready, work, caps, capacity)
+
+
+def water_filled_finish(ready: np.ndarray, work: np.ndarray, caps: np.ndarray,
+                        capacity: float) -> np.ndarray:
+    """:func:`connections_finish` for any caps: the connections water-filled at each event."""
     count = work.shape[1]
     finish = np.full(work.shape, -np.inf)
     order = np.argsort(ready, kind="stable").tolist()
