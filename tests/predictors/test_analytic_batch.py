@@ -291,23 +291,3 @@ def test_a_shard_faster_than_the_workers_batched_equals_one_prediction(overlap, 
         for key, value in zip(RESULT_KEYS, row):
             if key in NUMBERS:
                 assert math.isclose(value, expected[key], rel_tol=1e-9), (key, sc.worker_count)
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.integers(1, 64), st.integers(2, 6),
-       st.lists(st.floats(1e7, 1e11), min_size=4, max_size=4))
-def test_batched_binding_test_equals_the_per_point_rule(n, shards, rates):
-    # the rows a batch hands to the per-point model are exactly those where a worker's shard
-    # connections hold its link (analytic_ps_bsp.connections_bind); ties are not
-    from ddlperf.predictors.analytic_batch import _connections_bind, point_scenario
-    from ddlperf.predictors.analytic_ps_bsp import connections_bind
-
-    w = toy_workload([(0.01, 0.02, [1_000_000]), (0.01, 0.02, [2_000_000])])
-    sc = resolve(w, make_cluster(workers=2, ps=shards, bandwidth="1Gbps"),
-                 make_strategy("ps", "bsp"))
-    gup, gdown, sup, sdown = (r / 8 for r in rates)
-    tie = n * gup / shards  # shard rate at which the push shares add up to the uplink
-    rows = np.array([[n, gup, gdown, sup, sdown, 0.0, 0.0],
-                     [n, gup, gup, tie, tie, 0.0, 0.0]])
-    expected = [connections_bind(point_scenario(sc, row)) for row in rows]
-    assert _connections_bind(shards, rows).tolist() == expected

@@ -35,7 +35,6 @@ import numpy as np
 
 from ddlperf.prediction import TIE_SHARE
 from ddlperf.predictors.analytic_batch_bsp import Points, batch_layout, bsp_period
-from ddlperf.predictors.analytic_ps_bsp import ps_bsp
 from ddlperf.predictors.assembly import single_worker_baseline
 from ddlperf.predictors.bottleneck import COMPUTE_BOUND_SHARE, SATURATED
 from ddlperf.predictors.buckets import bucket_layout
@@ -93,19 +92,6 @@ def _structure_key(sc: Scenario) -> tuple[Any, ...]:
         id(g.backward), id(g.ready_offset), g.unattributed_s, g.update_s_per_byte,
         g.forward_s, g.backward_s, g.compute_s,
     )
-
-
-def _connections_bind(shards: int, rows: np.ndarray) -> np.ndarray:
-    """:func:`~ddlperf.predictors.analytic_ps_bsp.connections_bind` of every row at once, for
-    what a batch holds (one group of one-GPU workers, identical dedicated shards, no caps):
-    ``shards`` connections, each at its share of a shard's link (n senders), add up to more
-    than the worker's link in either direction."""
-    if shards < 2:
-        return np.zeros(len(rows), dtype=bool)
-    n, gup, gdown, sup, sdown = (rows[:, f] for f in range(5))
-    push = shards * (1.0 / (n / sdown))
-    pull = shards * (1.0 / (n / sup))
-    return (push > gup * (1 + 1e-9)) | (pull > gdown * (1 + 1e-9))
 
 
 def point_scenario(template: Scenario, row: np.ndarray) -> Scenario:
@@ -340,16 +326,10 @@ class _BspPeriods:
             _, first, where = np.unique(as_bytes, return_index=True, return_inverse=True)
             distinct = table[first]
             periods = np.empty(len(distinct))
-            # points whose worker's link holds its shard connections below their shares
-            # (one worker alone with several shards, fast shards): the per-point model
-            alone = np.flatnonzero(_connections_bind(len(sc.shards), distinct)).tolist()
-            for i in alone:
-                periods[i] = ps_bsp(point_scenario(sc, distinct[i]))[1]
-            rest = np.setdiff1d(np.arange(len(distinct)), alone)
-            for start in range(0, len(rest), MAX_BATCH):
-                part = distinct[rest[start:start + MAX_BATCH]]
+            for start in range(0, len(distinct), MAX_BATCH):
+                part = distinct[start:start + MAX_BATCH]
                 p = Points(*(np.ascontiguousarray(part[:, f]) for f in range(part.shape[1])))
-                periods[rest[start:start + MAX_BATCH]] = bsp_period(sc, lay, p)
+                periods[start:start + MAX_BATCH] = bsp_period(sc, lay, p)
             self._periods[key] = periods[where.reshape(-1)]
 
     def get(self, handle: tuple[tuple[Any, ...], int, int]) -> np.ndarray:

@@ -12,10 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
-from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ready_in_gradient_order
+from ddlperf.predictors.analytic_ps_bsp import (
+    MAX_PASSES,
+    per_tensor,
+    ps_layout,
+    ready_in_gradient_order,
+)
+from ddlperf.predictors.shared_connections import ShiftedRepeats
+from ddlperf.predictors.shared_link import connections_finish
 from ddlperf.predictors.timeline import serial_finish
 from ddlperf.scenario import Scenario
 
@@ -134,6 +142,11 @@ class _Links:
     updating: np.ndarray  # (B,) the points with update work
     down_work: np.ndarray  # (J, B) each tensor's time on the worker's downlink
     first_down: _Fifo  # (J, B) worker downlink in gradient order (the first pass's)
+    # (B,): the worker's uplink (push) or downlink (pull) holds its shard connections below
+    # their shares (:func:`binding`); per point, its shared links' last pass
+    bind_push: np.ndarray
+    bind_pull: np.ndarray
+    repeats: list[ShiftedRepeats]
 
     @classmethod
     def of(cls, sc: Scenario, lay: Layout, p: Points) -> _Links:
@@ -143,6 +156,7 @@ class _Links:
         pull = _Fifo.of(part * (p.n / p.sup))
         sent = _Fifo.of(sc.tensor_bytes[:, None] / p.gup)
         down_work = sc.tensor_bytes[:, None] / p.gdown
+        bind_push, bind_pull = binding(len(sc.shards), p)
         return cls(
             pull=pull,
             sent=sent,
@@ -151,12 +165,47 @@ class _Links:
             updating=updating,
             down_work=down_work,
             first_down=sent if _same(p.gup, p.gdown) else _Fifo.of(down_work),
+            bind_push=bind_push,
+            bind_pull=bind_pull,
+            repeats=[ShiftedRepeats() for _ in range(len(p.n) if np.any(bind_push | bind_pull)
+                                                     else 0)],
         )
 
     def take(self, cols: np.ndarray) -> _Links:
         return _Links(self.pull.take(cols), self.sent.take(cols), self.pushed.take(cols),
                       None if self.applied is None else self.applied.take(cols),
-                      self.updating[cols], self.down_work[:, cols], self.first_down.take(cols))
+                      self.updating[cols], self.down_work[:, cols], self.first_down.take(cols),
+                      self.bind_push[cols], self.bind_pull[cols],
+                      [self.repeats[c] for c in cols.tolist()] if self.repeats else [])
+
+
+def binding(shards: int, p: Points) -> tuple[np.ndarray, np.ndarray]:
+    """(push, pull) per point: ``analytic_ps_bsp.binds`` of a worker's shard connections on
+    its uplink and downlink, for what a batch holds (one group of one-GPU workers, identical
+    dedicated shards, no caps): ``shards`` connections, each at its share of a shard's link
+    (n senders), add up to more than the worker's link."""
+    if shards < 2:
+        none = np.zeros(len(p.n), dtype=bool)
+        return none, none
+    push = shards * (1.0 / (p.n / p.sdown))
+    pull = shards * (1.0 / (p.n / p.sup))
+    return push > p.gup * (1 + 1e-9), pull > p.gdown * (1 + 1e-9)
+
+
+def _shared_links(sc: Scenario, links: _Links, cols: np.ndarray, ready: np.ndarray,
+                  shares: np.ndarray, rates: np.ndarray, key: str) -> np.ndarray:
+    """(J, len(cols)): when each tensor has crossed the worker's link of each point in
+    ``cols``, its connections (one per shard, each at most its ``shares``) sharing the link
+    (``rates``) — ``analytic_ps_bsp._shared`` per point, with the point's last pass."""
+    layout = ps_layout(sc)
+    out = np.empty((len(ready), len(cols)))
+    for i, c in enumerate(cols.tolist()):
+        ready_c = np.ascontiguousarray(ready[:, c])
+        compute = partial(connections_finish, ready_c, sc.placement,
+                          np.full(len(sc.shards), float(shares[c])), float(rates[c]),
+                          layout.connections)
+        out[:, i] = per_tensor(layout, links.repeats[c].finish(key, ready_c, compute))
+    return out
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -188,9 +237,14 @@ def _bsp_pass(
     # Pull: each (distinct) shard's uplink sends its tensors as they are released.
     pulled = links.pull.finish(np.concatenate((release, pad))[lay.idx])
     pulled = pulled.reshape(-1, points)[lay.flat]
-    if len(sc.shards) > 1:  # connections at their shares (batch_key: the links never bind)
+    if len(sc.shards) > 1:  # connections at their shares, or sharing the downlink
         arrival = pulled + p.alpha
         base = forward.tensor_base[:, None]
+        if links.bind_pull.any():
+            cols = np.flatnonzero(links.bind_pull)
+            shared = _shared_links(sc, links, cols, release, 1.0 / (p.n / p.sup), p.gdown,
+                                   "pull")
+            arrival[:, cols] = np.maximum(pulled[:, cols], shared) + p.alpha[cols]
     elif first:  # all released at 0: the stable order is the gradient order
         down_done = links.first_down.finish(release)
         base = forward.tensor_base[:, None]
@@ -258,8 +312,14 @@ def _push(
         start = backward_end
     # the same sums in the shards' slots (pads: −inf + start = −inf)
     done = links.pushed.finish(_slot_ready(sc, lay)[:, :, None] + start)
-    if len(sc.shards) > 1:  # connections at their shares (batch_key: the uplink never binds)
+    if len(sc.shards) > 1:  # connections at their shares, or sharing the uplink
         arrived = done + p.alpha
+        if links.bind_push.any():
+            cols = np.flatnonzero(links.bind_push)
+            sent = _shared_links(sc, links, cols, grad_ready, 1.0 / (p.n / p.sdown), p.gup,
+                                 "push")
+            sent = np.concatenate((sent, pad[:, : len(cols)]))[lay.idx]
+            arrived[:, :, cols] = np.maximum(done[:, :, cols], sent) + p.alpha[cols]
     else:
         sent = links.sent.finish(grad_ready)
         arrived = np.maximum(done, np.concatenate((sent, pad))[lay.idx]) + p.alpha

@@ -97,7 +97,7 @@ def ps_layout(sc: Scenario) -> _PsLayout:
     return cache[key]
 
 
-def _per_tensor(layout: _PsLayout, matrix: np.ndarray) -> np.ndarray:
+def per_tensor(layout: _PsLayout, matrix: np.ndarray) -> np.ndarray:
     """Latest finish over the shards that hold each tensor."""
     if layout.owner_flat is not None:
         return matrix.ravel()[layout.owner_flat]
@@ -166,7 +166,7 @@ def _bsp_pass(
     up_ready = np.where(layout.holds, release[:, None], -np.inf)
     pull_s_per_byte = stream_s_per_byte(sc, senders, ps_up)
     pulled_each = serial_finish(up_ready, placement * pull_s_per_byte)
-    pulled = _per_tensor(layout, pulled_each)
+    pulled = per_tensor(layout, pulled_each)
     by_release = np.argsort(release, kind="stable")
     ready_in_order = release[by_release]
 
@@ -180,7 +180,7 @@ def _bsp_pass(
         else:  # its connections share its downlink where their shares add up to more
             shared = _shared(sc, layout, release, 1.0 / pull_s_per_byte, down,
                              repeats, ("pull", index))
-            arrival = _per_tensor(layout, np.maximum(pulled_each, shared)) + alpha
+            arrival = per_tensor(layout, np.maximum(pulled_each, shared)) + alpha
         if aggregates(sc, group):  # all-gather the pulled slices over the fabric
             arrival = _inside_server(sc, group, arrival)
         if overlap:  # a layer starts once its parameters arrived and the previous layer ended
@@ -222,17 +222,15 @@ def per_connection(sc: Scenario) -> bool:
     return len(sc.shards) > 1 and all(s.host is None for s in sc.shards)
 
 
-def connections_bind(sc: Scenario) -> bool:
-    """Some endpoint's link holds its shard connections below their shares at the shards, in
-    either direction (what the batched path leaves to this model)."""
+def connections_bind(sc: Scenario) -> tuple[bool, bool]:
+    """Some endpoint's link holds its shard connections below their shares at the shards:
+    (pushing on its uplink, pulling on its downlink) — where :func:`connections_finish` runs."""
     if not per_connection(sc):
-        return False
+        return False, False
     push, pull = _shares(sc)
-    for group in sc.groups:
-        up, down = ps_endpoint_rates(sc, group)
-        if binds(push, up) or binds(pull, receive_rate(sc, down)):
-            return True
-    return False
+    rates = [ps_endpoint_rates(sc, group) for group in sc.groups]
+    return (any(binds(push, up) for up, _down in rates),
+            any(binds(pull, receive_rate(sc, down)) for _up, down in rates))
 
 
 def _shares(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
@@ -306,7 +304,7 @@ def _shards_one_group(
     arrived = np.maximum(done, sent) + sc.latency_s
     if np.any(update > 0):
         arrived = serial_finish(arrived, sc.placement * update)
-    return _per_tensor(layout, arrived)
+    return per_tensor(layout, arrived)
 
 
 def _shards_general(
