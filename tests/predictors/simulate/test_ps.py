@@ -399,11 +399,16 @@ def test_noisy_ps_runs_save_events_and_equal_the_per_flow_network(monkeypatch, n
     # allows) to go out at its end. The run is the per-flow network's (an event for each of
     # these) seed by seed: times, utilisations and the SSP hold.
     from ddlperf.predictors.simulate import run
+    from ddlperf.predictors.simulate.connection import Connection
     from ddlperf.predictors.simulate.ps import PSModel, PSWorker
 
     counts = {"wasted": 0, "self": 0, "push ahead": 0, "pull ahead": 0}
     poke, gate_closed = PSWorker.poke, PSWorker.gate_closed
-    push_at, pull_at = PSModel.push_at, PSModel._pull_at
+    send_at, pull_at = Connection.send_at, PSModel._pull_at
+
+    def counted_send_at(conn: Connection, ready, size, payload, *args) -> None:
+        counts["push ahead"] += len(payload) == 4  # (tensor, shard, unit, iteration)
+        send_at(conn, ready, size, payload, *args)
 
     def counted_poke(worker: PSWorker) -> None:
         was = (worker.running, worker.t, worker.i)
@@ -430,7 +435,7 @@ def test_noisy_ps_runs_save_events_and_equal_the_per_flow_network(monkeypatch, n
         with monkeypatch.context() as m:
             m.setattr(PSWorker, "poke", counted_poke)
             m.setattr(PSWorker, "gate_closed", counted_gate_closed)
-            m.setattr(PSModel, "push_at", counted("push ahead", push_at))
+            m.setattr(Connection, "send_at", counted_send_at)
             m.setattr(PSModel, "_pull_at", counted("pull ahead", pull_at))
             early = sim(workload, seed=seed, **kw)
         with monkeypatch.context() as m:

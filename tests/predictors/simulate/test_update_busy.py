@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ddlperf.predictors.simulate.update_busy import UpdateBusy
 
 
@@ -41,11 +43,13 @@ def test_shards_are_counted_apart() -> None:
     assert (busy.seconds(0, 5.0), busy.seconds(1, 5.0)) == (1.0, 0.75)
 
 
-def test_a_long_backlog_of_bookings_counts_the_same_sums() -> None:
-    # 1000 updates of 1–3 ms, each booked 0.2 s before its end (a queue of ~100 ahead of the
-    # clock), warm-up ending at 0.5 s, run ending at 1.6 s (bookings stop; some of them end
-    # later): the same floats, added in the same order.
-    durations = [1e-3 * (1 + (k * 7) % 3) for k in range(1000)]
+@pytest.mark.parametrize("count, stop", [(1000, 1.6), (6000, 11.0)])
+def test_a_long_backlog_of_bookings_counts_the_same_sums(count: int, stop: float) -> None:
+    # ``count`` updates of 1–3 ms, each booked 0.2 s before its end (a queue of ~100 ahead of
+    # the clock), warm-up ending at 0.5 s, run ending at ``stop`` (bookings stop; some of them
+    # end later): the same floats, added in the same order; the second case books enough
+    # for the counted ones to be dropped on the way.
+    durations = [1e-3 * (1 + (k * 7) % 3) for k in range(count)]
     ends = []
     clock = 0.0
     for d in durations:
@@ -62,10 +66,10 @@ def test_a_long_backlog_of_bookings_counts_the_same_sums() -> None:
             by_events.warm(0.5)
             booked.warm(0.5)
             warmed = True
-        if now < 1.6:
+        if now < stop:
             booked.booked(0, end, d, now)
     for end, d in zip(ends, durations, strict=True):
-        if 0.5 < end <= 1.6:
+        if 0.5 < end <= stop:
             by_events.ended(0, end, d)
-    assert booked.seconds(0, 1.6) == by_events.seconds(0, 1.6)
-    assert 1.0 < booked.seconds(0, 1.6) < 1.1
+    assert booked.seconds(0, stop) == by_events.seconds(0, stop)
+    assert stop - 0.6 < booked.seconds(0, stop) < stop - 0.5

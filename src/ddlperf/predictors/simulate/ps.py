@@ -63,6 +63,7 @@ class PSWorker(Worker):
         self.ready_total = 0.0
         self.own_left = 0  # ASP/SSP, overlap off: own updates not yet applied this iteration
         self.wake_at = -1.0  # early pulls: when the last poke for an open gate was posted
+        self.pushes: list[list[tuple[Connection, float, int, int, str]]] = []  # see ahead
 
     def layer_ready(self, layer: int) -> bool:
         if self.model.overlap:
@@ -105,14 +106,15 @@ class PSWorker(Worker):
         t = self.t
         if i <= self._last_forward < j:
             self.forward_done(t)  # its gates were all checked; the pushes below come later
-        model = self.model
         ops = self.ops
+        pushes = self.pushes
         u = self.unit.index
         for k in range(i, j):  # the last operation's gradients go out at its end (_done)
             kind, layer = ops[k]
-            if kind == BWD:
-                for tensor in model.layer_tensors[layer]:
-                    model.push_at(u, tensor, t, ends[k - i + 1])
+            if kind == BWD:  # each sent as if pushed at its operation's end
+                ready = ends[k - i + 1]
+                for conn, size, tensor, shard, name in pushes[layer]:
+                    conn.send_at(ready, size, (tensor, shard, u, t), name, t)
 
     def forward_done(self, t: int) -> None:
         # Parameters for iteration t + 1 can only come after this iteration's pushes.
@@ -268,6 +270,8 @@ class PSModel:
         ahead = (net.local and self.overlap and self.local is None and all(self.early))
         for worker in self.workers:
             worker.ahead = ahead
+            if ahead:
+                worker.pushes = self._layer_pushes(worker.unit.index)
         # ... and under ASP a shard's update, booked at the gradient's last byte, queues its
         # pull to be sent at its end, without an event there (the busy time is counted by
         # UpdateBusy; not when tracing, whose update records are written at their ends).
@@ -358,13 +362,12 @@ class PSModel:
             return
         self.push_parts(u, j, t, 1)
 
-    def push_at(self, u: int, j: int, t: int, ready: float) -> None:
-        """Unit ``u``'s gradient of tensor ``j`` goes to its shards at ``ready`` (>= now; a
-        dedicated shard's connection, see ``ahead``)."""
+    def _layer_pushes(self, u: int) -> list[list[tuple[Connection, float, int, int, str]]]:
+        """Per layer: unit ``u``'s gradient messages (connection, bytes, tensor, shard, name) in
+        push order, for chains that queue them ahead (``ahead``: dedicated shards)."""
         row = self.push_conn[u]
-        name = self.tensor_names[j]
-        for k, size in self.parts[j]:
-            row[k].send_at(ready, size, (j, k, u, t), name, t)  # type: ignore[union-attr]
+        return [[(row[k], size, j, k, self.tensor_names[j])  # type: ignore[misc]
+                 for j in tensors for k, size in self.parts[j]] for tensors in self.layer_tensors]
 
     def push_parts(self, u: int, j: int, t: int, slices: int) -> None:
         """Send unit ``u``'s gradient of tensor ``j`` (each GPU 1/``slices`` of it) to its
