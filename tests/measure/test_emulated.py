@@ -83,6 +83,17 @@ def test_names_and_addresses_stay_in_benchmark_range():
         cluster.ip("nobody")
 
 
+def test_ranks_wait_for_their_classes_wherever_a_host_runs_several():
+    # a worker beside a colocated shard, or a server's GPUs: their connections get classes
+    # of their own; one rank per host keeps the per-host classes and starts at once
+    plain = EmulatedCluster([HostSpec(n, MBPS, MBPS) for n in ("w0", "w1")], run_id="abc1")
+    assert not plain.gates_ranks(["w0", "w1"])
+    assert plain.gates_ranks(["w0", "w1", "w0"])
+    server = EmulatedCluster([HostSpec("node0", MBPS, MBPS, intra_bps=1e9, ranks=2)],
+                             run_id="abc2")
+    assert server.gates_ranks(["node0", "node0"])
+
+
 def test_buffer_bytes_is_time_at_the_rate_above_a_floor():
     assert shaping.buffer_bytes(50 * MBPS, 0.02) == 125_000
     assert shaping.buffer_bytes(0.1 * MBPS, 0.02) == shaping.MIN_BUFFER_BYTES

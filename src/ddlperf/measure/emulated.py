@@ -223,8 +223,16 @@ class EmulatedCluster:
 
     @property
     def has_servers(self) -> bool:
-        """Some host runs several GPU ranks: ranks wait at the gate for their classes."""
+        """Some host runs several GPU ranks (a server with a shaped loopback)."""
         return any(h.intra_bps for h in self.hosts)
+
+    def gates_ranks(self, hosts: Sequence[str]) -> bool:
+        """Do ranks placed on ``hosts`` (one entry per rank) wait at the gate for their
+        classes? Whenever a host runs several ranks — a server's GPUs, or a worker beside a
+        colocated shard: their flows to one peer host would otherwise share that peer's
+        per-host class as one FIFO, where the two roles' flows are two connections that fair
+        queueing serves apart (:func:`ddlperf.measure.shaping.add_pair_classes`)."""
+        return self.has_servers or len(set(hosts)) < len(hosts)
 
     def classify_ranks(self, ranks: list[Any]) -> dict[str, int]:
         """Classes for connected ranks (:func:`ddlperf.measure.rank_classes.classify`)."""

@@ -221,7 +221,8 @@ def run_emulated(
     port = int(getattr(cluster, "master_port", MASTER_PORT))
     ranks: list[_Rank] = []
     began = time.monotonic()
-    gated = bool(getattr(cluster, "has_servers", False))
+    gates = getattr(cluster, "gates_ranks", None)
+    gated = bool(gates([entry["host"] for entry in table])) if gates is not None else False
     gate = LoopbackGate(cluster, out / "gate", spec)
     try:
         for entry in table:
@@ -246,10 +247,11 @@ def run_emulated(
 
 
 class LoopbackGate:
-    """On a cluster of servers, holds every rank until all have connected, then has the
-    cluster classify their sockets (:func:`ddlperf.measure.rank_classes.classify`: each
-    rank's class on its server's loopback, a fair class per rank pair on the links between
-    hosts) and lets them go (:func:`ddlperf.measure.trainer_common.loopback_gate`)."""
+    """Where a host runs several ranks (servers, colocated shards), holds every rank until all
+    have connected, then has the cluster classify their sockets
+    (:func:`ddlperf.measure.rank_classes.classify`: each rank's class on its server's
+    loopback, a fair class per rank pair on the links between hosts) and lets them go
+    (:func:`ddlperf.measure.trainer_common.loopback_gate`)."""
 
     def __init__(self, cluster: Any, directory: Path, spec: dict[str, Any]) -> None:
         self.cluster, self.directory = cluster, directory

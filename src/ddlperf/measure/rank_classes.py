@@ -1,10 +1,11 @@
 """Once every rank has connected: give each rank its class on its server's loopback and each
 pair of ranks on different hosts its own fair class on every shaped link between them.
 
-Ranks of one server share its IP address; only TCP ports tell their traffic apart, and the
-ports are known once the ranks have connected (gloo connects every pair at start-up: the
-trainers wait at the loopback gate until this classification is done, so no byte of training
-is classified late). See :func:`ddlperf.measure.shaping.shape_loopback` and
+Ranks of one host (a server's GPUs, a worker and its colocated shard) share its IP address;
+only TCP ports tell their traffic apart, and the ports are known once the ranks have
+connected (gloo connects every pair at start-up: the trainers wait at the loopback gate
+until this classification is done, so no byte of training is classified late). See
+:func:`ddlperf.measure.shaping.shape_loopback` and
 :func:`ddlperf.measure.shaping.add_pair_classes` for why.
 """
 

@@ -175,7 +175,7 @@ def classify_ports(ns: str, ports: dict[int, str]) -> None:
     tc_batch(ns, lines)
 
 
-# ------------------------------------------------------------ rank pairs (servers' ranks)
+# ------------------------------------------- rank pairs (hosts that run several ranks)
 
 PAIR_CLASS_BASE = 0x1000
 
@@ -187,9 +187,10 @@ def add_pair_classes(ns: str, dev: str, rate_bps: float, limit: int,
     """One fair class per pair of ranks whose traffic crosses ``dev`` (their connections by
     4-tuple, after the ACK filter), beside the per-host classes of :func:`_shape`.
 
-    Ranks of one server share its IP address, so per-host classes put both GPUs' flows to
-    the same peer in one FIFO, where TCP shares them unevenly (a PS on 2 servers × 2 GPUs ran
-    17% slower than on 4 hosts, its workers' pulls 0.4–1.1 s apart); the models share every
+    Ranks of one host share its IP address, so per-host classes put both GPUs' flows (or a
+    worker's and its colocated shard's) to the same peer in one FIFO, where TCP shares them
+    unevenly (a PS on 2 servers × 2 GPUs ran 17% slower than on 4 hosts, its workers' pulls
+    0.4–1.1 s apart); the models share every
     link max-min fairly between the workers' flows, as fair queueing on hosts and switch
     ports does. Equal quanta: backlogged classes share the link equally.
     """
