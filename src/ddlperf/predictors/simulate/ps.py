@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ddlperf.predictors.simulate.aggregation import LocalAggregation
-from ddlperf.predictors.simulate.compute import OpRecord, Processor
+from ddlperf.predictors.simulate.compute import Processor
 from ddlperf.predictors.simulate.connection import Connection
 from ddlperf.predictors.simulate.connection_caps import ConnectionCaps
 from ddlperf.predictors.simulate.engine import Engine
@@ -39,7 +39,7 @@ from ddlperf.predictors.simulate.fabric import ServerLinks, server_link_shares
 from ddlperf.predictors.simulate.network import Link, Network, Nic
 from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.ssp import StalenessGate
-from ddlperf.predictors.simulate.tracks import TrackLog
+from ddlperf.predictors.simulate.tracks import TrackLog, connection_tracks
 from ddlperf.predictors.simulate.units import Unit
 from ddlperf.predictors.simulate.update_busy import UpdateBusy
 from ddlperf.predictors.simulate.worker import BWD, FWD, Worker, unit_operations
@@ -233,7 +233,7 @@ class PSModel:
                     if not merged:
                         self.pull_conn[k].append(None)
                     continue
-                up = self._connection_tracks(unit, shard.name, "push", log)
+                up = connection_tracks(log, unit, shard.name, "push")
                 early = self.early[k]
                 row.append(Connection(net, to_shard + caps.link(unit, shard, "push")
                                       + caps.shard_receive(shard),
@@ -241,7 +241,7 @@ class PSModel:
                                       self._pushed_early if early else self._pushed,
                                       f"{unit.label}→{shard.name}", up, early))
                 if not merged:
-                    down = self._connection_tracks(unit, shard.name, "pull", log)
+                    down = connection_tracks(log, unit, shard.name, "pull")
                     from_shard = links.from_shard(unit.index, shard, self.shard_nic[k])
                     self.pull_conn[k].append(Connection(
                         net, from_shard + caps.link(unit, shard, "pull")
@@ -255,7 +255,7 @@ class PSModel:
                     count = sum(units[v].count for v in members)
                     down = None
                     for v in members:  # every worker keeps its own trace rows
-                        down = self._connection_tracks(units[v], shard.name, "pull", log, down)
+                        down = connection_tracks(log, units[v], shard.name, "pull", down)
                     path = links.group_from_shard(first, self.shard_nic[shard.index])
                     self.pull_conn[shard.index].append(Connection(
                         net, path + caps.link(first, shard, "pull", copies=count)
@@ -270,8 +270,7 @@ class PSModel:
         ahead = (net.local and self.overlap and self.local is None and all(self.early))
         for worker in self.workers:
             worker.ahead = ahead
-            if ahead:
-                worker.pushes = self._layer_pushes(worker.unit.index)
+            worker.pushes = self._layer_pushes(worker.unit.index) if ahead else []
         # ... and under ASP a shard's update, booked at the gradient's last byte, queues its
         # pull to be sent at its end, without an event there (the busy time is counted by
         # UpdateBusy; not when tracing, whose update records are written at their ends).
@@ -285,29 +284,6 @@ class PSModel:
         self.recorder = recorder
         self.gate = (StalenessGate(self.staleness, len(units), self._released, self._held)
                      if self.sync == "ssp" else None)
-
-    @staticmethod
-    def _connection_tracks(
-        unit: Unit, shard: str, kind: str, log: TrackLog | None,
-        records: list[OpRecord] | None = None,
-    ) -> list[OpRecord] | None:
-        """Trace rows of a unit's push (``kind`` "push") or pull connection with ``shard``
-        (sharing ``records`` if given): on the workers' processes for one-GPU hosts, on the
-        servers' (one track per server NIC) for multi-GPU servers."""
-        if log is None:
-            return None
-        if unit.group.kind == "workers":
-            owners, prefix = unit.names, ""
-        else:
-            owners = unit.server_names
-            prefix = "nic " + ("" if unit.servers else f"({unit.label}) ")
-        if kind == "push":
-            rows = log.add(owners, f"{prefix}uplink → {shard}", "push", records)
-            log.add([shard], f"downlink ← {unit.label}", "push", rows)
-        else:
-            rows = log.add(owners, f"{prefix}downlink ← {shard}", "pull", records)
-            log.add([shard], f"uplink → {unit.label}", "pull", rows)
-        return rows
 
     # -- lifecycle ---------------------------------------------------------------------------
 
