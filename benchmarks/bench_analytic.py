@@ -124,20 +124,30 @@ SWEEP_AXES = {
 }
 
 
-def sweep_rate(jobs: int, passes: int = 3, batch: bool = True) -> tuple[float, float, int]:
-    """``ddlperf.sweep.sweep`` over a resnet50 grid (workload built inside, as a user runs it):
-    points per CPU second, per wall second, and the number of points.
+def sweep_rate(jobs: int, passes: int = 3, batch: bool = True,
+               axes: dict[str, list[object]] | None = None) -> tuple[float, float, int]:
+    """``ddlperf.sweep.sweep`` over a resnet50 grid (``axes``, default :data:`SWEEP_AXES`;
+    workload built inside, as a user runs it): points per CPU second, per wall second, and
+    the number of points.
 
     ``batch=False``: one ``predict_analytic`` per point instead of the batched model.
     """
     from ddlperf import sweep as sweep_module
 
+    grid_axes = SWEEP_AXES if axes is None else axes
     saved, sweep_module.BATCH = sweep_module.BATCH, batch
     try:
         return best_rates(
-            lambda: len(sweep_module.sweep(SWEEP_AXES, jobs=jobs, model="resnet50")), passes)
+            lambda: len(sweep_module.sweep(grid_axes, jobs=jobs, model="resnet50")), passes)
     finally:
         sweep_module.BATCH = saved
+
+
+def many_workers(sync: str) -> dict[str, list[object]]:
+    """:data:`SWEEP_AXES` with 8–128 workers and one sync mode: no BSP point there has its
+    worker's shard connections hold its link; every ASP point with several shards needs the
+    one-worker cycle, where they do."""
+    return {**SWEEP_AXES, "workers": [8, 16, 32, 64, 128], "sync": [sync]}
 
 
 def grid_of(points: int) -> dict[str, list[object]]:
@@ -206,6 +216,10 @@ if __name__ == "__main__":
     for jobs in (1, 2):
         cpu, wall, n = sweep_rate(jobs, passes=5)
         print(f"ddlperf.sweep, resnet50 grid of {n} points, {jobs} process(es): "
+              f"{cpu:,.0f}/CPU-s ({wall:,.0f}/s wall, {load()})")
+    for sync in ("bsp", "asp"):
+        cpu, wall, n = sweep_rate(1, passes=5, axes=many_workers(sync))
+        print(f"ddlperf.sweep, {sync.upper()} with 8-128 workers ({n} points), 1 process: "
               f"{cpu:,.0f}/CPU-s ({wall:,.0f}/s wall, {load()})")
     wall, cpu = startup_seconds()
     print(f"'ddlperf predict --json' (best of 5): {wall:.3f} s wall, {cpu:.3f} s CPU "

@@ -37,24 +37,37 @@ SHIFT_TOLERANCE = 1e-14
 
 @dataclass(frozen=True)
 class ConnectionItems:
-    """Which items each connection carries (``work`` > 0), in item order, and their bytes."""
+    """Which items each connection carries (``work`` > 0), in item order, their bytes, and
+    what the closed form for items ready at once needs (it depends on the bytes alone)."""
 
     shape: tuple[int, int]
     columns: tuple[np.ndarray, ...]  # per connection, its items
     sizes: tuple[np.ndarray, ...]  # their bytes
     flat: np.ndarray  # every connection's items, one connection after the other
+    on: np.ndarray  # the connection of each entry of ``flat``
     later: np.ndarray  # (len(flat) - 1,): the next entry of ``flat`` is on the same connection
+    size_lists: tuple[list[float], ...]  # ``sizes`` as floats, for the event loop
+    # ready at once: the connections' totals (ascending) are where the active count drops;
+    # per entry of ``flat``, its connection's bytes up to and including it and the segment
+    # between totals it ends in
+    totals: list[float]
+    sent: np.ndarray
+    segment: np.ndarray
 
     @classmethod
     def of(cls, work: np.ndarray) -> ConnectionItems:
         columns = tuple(np.flatnonzero(column > 0) for column in work.T)
         flat = np.concatenate(columns) if columns else np.zeros(0, dtype=np.intp)
-        later = np.ones(max(len(flat) - 1, 0), dtype=bool)
-        firsts = np.cumsum([len(c) for c in columns])[:-1]
-        later[firsts[(firsts > 0) & (firsts < len(flat))] - 1] = False
-        return cls(shape=work.shape, columns=columns,
-                   sizes=tuple(work[c, k] for k, c in enumerate(columns)), flat=flat,
-                   later=later)
+        on = np.repeat(np.arange(len(columns)), [len(c) for c in columns])
+        later = on[1:] == on[:-1]
+        sizes = tuple(work[c, k] for k, c in enumerate(columns))
+        sent = np.concatenate([np.cumsum(s) for s in sizes]) if columns else np.zeros(0)
+        totals = np.sort([s[-1] for s in np.split(sent, np.cumsum([len(c) for c in columns]))
+                          if len(s)])
+        return cls(shape=work.shape, columns=columns, sizes=sizes, flat=flat, on=on,
+                   later=later, size_lists=tuple(s.tolist() for s in sizes),
+                   totals=totals.tolist(), sent=sent,
+                   segment=np.searchsorted(totals, sent, side="left"))
 
 
 def equal_caps_finish(connections: ConnectionItems, ready: np.ndarray, cap: float,
@@ -67,19 +80,17 @@ def equal_caps_finish(connections: ConnectionItems, ready: np.ndarray, cap: floa
     if not len(connections.flat):
         return finish
     times = ready[connections.flat]
-    columns, sizes = connections.columns, connections.sizes
+    if times.min() == times.max():
+        finish[connections.flat, connections.on] = _all_ready_at_once(
+            connections, float(times[0]), cap, capacity)
+        return finish
+    columns, sizes = connections.columns, connections.size_lists
     if not np.all((times[1:] >= times[:-1]) | ~connections.later):  # not in item order
         orders = [np.argsort(ready[c], kind="stable") for c in columns]
         columns = tuple(c[o] for c, o in zip(columns, orders))
-        sizes = tuple(s[o] for s, o in zip(sizes, orders))
-    starts = [ready[c].tolist() for c in columns]
-    size_lists = [s.tolist() for s in sizes]
-    if times.min() == times.max():
-        done = _all_ready_at_once(float(times[0]), size_lists, cap, capacity)
-    else:
-        done = _event_loop(starts, size_lists, cap, capacity)
-    for k, (column, ends) in enumerate(zip(columns, done)):
-        finish[column, k] = ends
+        sizes = tuple(s[o].tolist() for s, o in zip(connections.sizes, orders))
+    ends = _event_loop([ready[c].tolist() for c in columns], sizes, cap, capacity)
+    finish[np.concatenate(columns), connections.on] = list(itertools.chain.from_iterable(ends))
     return finish
 
 
@@ -88,25 +99,20 @@ def _rate(cap: float, capacity: float, active: int) -> float:
     return share if cap >= share else cap
 
 
-def _all_ready_at_once(now: float, sizes: list[list[float]], cap: float,
-                       capacity: float) -> list[list[float]]:
-    """Finish times when every item is ready at ``now``: connection k is active until it has
-    sent its total, and all active connections have sent the same bytes at any time."""
-    sent = [list(itertools.accumulate(size)) for size in sizes]
-    totals = sorted(s[-1] for s in sent if s)
+def _all_ready_at_once(connections: ConnectionItems, now: float, cap: float,
+                       capacity: float) -> np.ndarray:
+    """Finish times (entries of ``connections.flat``) when every item is ready at ``now``:
+    connection k is active until it has sent its total, and all active connections have
+    sent the same bytes at any time."""
+    totals = connections.totals
     bounds, rates, at = [0.0], [], [now]  # per segment: bytes at its start, rate, time
     for i, total in enumerate(totals):
         rates.append(_rate(cap, capacity, len(totals) - i))
         at.append(at[-1] + (total - bounds[-1]) / rates[-1])
         bounds.append(total)
-    out = []
-    for prefix in sent:
-        ends = []
-        for b in prefix:
-            i = bisect.bisect_left(totals, b)
-            ends.append(at[i] + (b - bounds[i]) / rates[i])
-        out.append(ends)
-    return out
+    segment = connections.segment
+    return (np.array(at)[segment]
+            + (connections.sent - np.array(bounds)[segment]) / np.array(rates)[segment])
 
 
 def _event_loop(starts: list[list[float]], sizes: list[list[float]], cap: float,
