@@ -9,9 +9,11 @@ them), ASP where ASP gives every worker one rate; never worse than BSP.
 
 from __future__ import annotations
 
-from dataclasses import replace
+import hashlib
+from dataclasses import fields, is_dataclass, replace
 
 import numpy as np
+from pydantic import BaseModel
 
 from ddlperf.prediction import ResourceUse
 from ddlperf.predictors.analytic_ps_bsp import ps_bsp
@@ -21,16 +23,60 @@ from ddlperf.predictors.queueing import mva
 from ddlperf.predictors.server_links import ps_server_bytes
 from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
 
+# Distinct one-worker cycles a workload keeps (an ASP sweep point by point meets the same
+# cycle at every worker count); beyond it the cache starts again.
+MAX_ALONE_CYCLES = 4096
+# Scenario fields a one-worker cycle does not depend on: the cache lives in the workload; the
+# cluster's numbers are in the groups and shards; notes and memory are reports.
+_NOT_IN_CYCLE = frozenset({"workload", "cluster", "notes", "memory"})
+
 
 def alone_cycle(sc: Scenario, group: GroupPlan) -> float:
     """One worker of ``group`` alone with the shards: its pipelined, contention-free cycle (a
-    shard on its own host stays local)."""
+    shard on its own host stays local). Cached per workload by the one-worker scenario's
+    content: with several shards each cycle runs the shared-link loop, and points that
+    differ only in their worker count have the same cycle."""
     solo = replace(
         sc, groups=(replace(group, count=1, first=0),),
         shards=tuple(replace(shard, host=0 if _hosts(shard, group) == group.count else None)
                      for shard in sc.shards),
     )
-    return ps_bsp(solo)[1]
+    cycles = sc.workload.derived_cache.setdefault("alone_cycles", {})
+    key = _content_key(solo)
+    if key not in cycles:
+        if len(cycles) >= MAX_ALONE_CYCLES:
+            cycles.clear()
+        cycles[key] = ps_bsp(solo)[1]
+    return cycles[key]
+
+
+def _content_key(sc: Scenario) -> bytes:
+    """A digest of every field of ``sc`` a prediction from it depends on (arrays by their
+    bytes), so scenarios built apart that say the same thing share it."""
+    digest = hashlib.blake2b(digest_size=20)
+    for f in fields(sc):
+        if f.name not in _NOT_IN_CYCLE:
+            digest.update(f.name.encode())
+            _feed(digest, getattr(sc, f.name))
+    return digest.digest()
+
+
+def _feed(digest: hashlib.blake2b, value: object) -> None:
+    if isinstance(value, np.ndarray):
+        digest.update(f"{value.dtype}{value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, BaseModel):
+        digest.update(value.model_dump_json().encode())
+    elif is_dataclass(value) and not isinstance(value, type):
+        digest.update(type(value).__name__.encode())
+        for f in fields(value):
+            _feed(digest, getattr(value, f.name))
+    elif isinstance(value, (tuple, list)):
+        digest.update(f"[{len(value)}".encode())
+        for item in value:
+            _feed(digest, item)
+    else:
+        digest.update(repr(value).encode())
 
 
 def _hosts(shard: ShardPlan, group: GroupPlan) -> int:

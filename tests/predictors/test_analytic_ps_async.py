@@ -1,0 +1,62 @@
+"""ASP's one-worker cycle, cached per workload by the content of the one-worker scenario."""
+
+from dataclasses import replace
+
+import pytest
+
+from ddlperf.api import make_cluster, make_strategy, make_workload
+from ddlperf.predictors import analytic_ps_async
+from ddlperf.predictors.analytic_ps_async import alone_cycle
+from ddlperf.predictors.analytic_ps_bsp import ps_bsp
+from ddlperf.scenario import resolve
+
+
+@pytest.fixture
+def workload():
+    """The process's resnet18 (zoo workloads are built once), its cycles forgotten."""
+    model = make_workload("resnet18")
+    model.derived_cache.pop("alone_cycles", None)
+    return model
+
+
+def _solo_period(sc):
+    group = sc.groups[0]
+    return ps_bsp(replace(sc, groups=(replace(group, count=1, first=0),)))[1]
+
+
+def test_worker_counts_share_one_cycle_and_rates_do_not(workload, monkeypatch):
+    computed = []
+    real = analytic_ps_async.ps_bsp
+    monkeypatch.setattr(analytic_ps_async, "ps_bsp",
+                        lambda sc: computed.append(sc) or real(sc))
+    strategy = make_strategy(sync="asp")
+    cycles = {}
+    for bandwidth in (1e9, 1e10):
+        for workers in (3, 5, 9):
+            sc = resolve(workload, make_cluster(workers=workers, ps=4, bandwidth=bandwidth),
+                         strategy)
+            cycles[bandwidth, workers] = alone_cycle(sc, sc.groups[0])
+            assert cycles[bandwidth, workers] == _solo_period(sc)
+    assert len(computed) == 2  # one per link rate, whatever the worker count
+    assert cycles[1e9, 3] != cycles[1e10, 3]
+
+
+def test_sharding_and_overlap_are_part_of_the_cycle(workload):
+    cycles = set()
+    for sharding in ("round_robin", "greedy"):
+        for overlap in (True, False):
+            sc = resolve(workload, make_cluster(workers=2, ps=3, bandwidth=1e9),
+                         make_strategy(sync="asp", sharding=sharding, overlap=overlap))
+            cycle = alone_cycle(sc, sc.groups[0])
+            assert cycle == _solo_period(sc)
+            cycles.add(cycle)
+    assert len(cycles) == 4
+
+
+def test_the_cache_starts_again_when_full(workload, monkeypatch):
+    monkeypatch.setattr(analytic_ps_async, "MAX_ALONE_CYCLES", 2)
+    for bandwidth in (1e9, 2e9, 3e9):
+        sc = resolve(workload, make_cluster(workers=2, ps=2, bandwidth=bandwidth),
+                     make_strategy(sync="asp"))
+        assert alone_cycle(sc, sc.groups[0]) == _solo_period(sc)
+    assert len(workload.derived_cache["alone_cycles"]) == 1
