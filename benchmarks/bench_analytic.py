@@ -9,13 +9,21 @@ average next to them: on a shared machine the wall clock measures the other jobs
 Targets: ≥ 10,000 predictions/s (issue #2); the batched sweep ≥ 20,000 points/s (issue #12);
 start-up under 1 s.
 
-Measured after a worker's shard connections got their shared-link model (2026-12-01, load
-0.8, CPU seconds, best of 3): the 1,536-point grid 1,640 points/s batched (22,600 with the
-code before it, same load), 400/s per point (937); of it, BSP with 8–128 workers 14,300/s
-(13,400) and ASP with 8–128 workers 1,550/s (16,200): every point whose worker's connections
-hold its link (9% of the grid: fewer workers than shards) and every distinct one-worker
-ASP cycle with several shards runs the per-point event loop (``shared_link.
-connections_finish``, ~1 ms per pass and direction). The figures below predate it.
+Measured after a worker's shard connections got their shared-link model and its speed work
+(2026-12-01, load 3.7-4.7, CPU seconds, best of 5; in brackets the code before the speed
+work, same load): the 1,536-point grid 7,400-7,800 points/s batched (1,460; 22,600 before
+the shared-link model at load 0.8), 600-680/s per point (280), the ``predict_analytic``
+loop 560-590/s (210); of it, BSP with 8-128 workers 13,500-14,200/s (10,900; the same
+code, so noise) and ASP with 8-128 workers 4,800-5,400/s (1,420; 16,200 before the
+shared-link model). A point whose worker's connections hold its link (9% of the grid: fewer
+workers than shards) and every distinct one-worker ASP cycle with several shards still run
+the event loop (``shared_connections.equal_caps_finish``), but inside the batched fixed
+point and only twice per point (the first push, the second pull: ~0.7 ms each); the other
+passes take a closed form or the last pass's finish times shifted. Where the time goes
+(load 3.7, 271 ms per grid): 144 event loops 110 ms, 216 closed forms 6 ms, the rest as
+below. The loop is Python (~160 events, ~4 us each here); running it in lockstep over a
+structure's rows with numpy (tried: bit-identical) cost ~150 us per event for 6-18 rows,
+more than the rows one by one. The figures below predate the shared-link model.
 
 Measured (2026-12-01, 2 shared cores, CPU seconds, best of several runs): batched sweep of
 the 1,536-point grid on 1 process 22,450 points/s at load 3.3 and 20,300 at load 6.9 (before

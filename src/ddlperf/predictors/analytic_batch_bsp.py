@@ -5,7 +5,11 @@ Split from :mod:`ddlperf.predictors.analytic_batch`, which decides what can be b
 assembles the results; this module holds the fixed point alone: the placement layout (each
 distinct shard column's FIFO over its own tensors, padded), the per-point numbers, the FIFOs
 whose work does not change between passes, and the passes themselves. Each point's column is
-computed on its own, with the same floating-point operations as the per-point model.
+computed on its own, with the same floating-point operations as the per-point model — a
+point whose worker's shard connections hold its link (:func:`binding`) too: its shared link
+runs per point (:func:`~ddlperf.predictors.shared_link.connections_finish`, with the point's
+:class:`~ddlperf.predictors.shared_connections.ShiftedRepeats`), the rest of its pass with
+the batch.
 """
 
 from __future__ import annotations
