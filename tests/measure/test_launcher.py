@@ -12,18 +12,14 @@ import pytest
 from ddlperf.api import predict
 from ddlperf.measure.records import read_records
 from ddlperf.measure.run import measure
-from tests.conftest import leftovers, netns_skip_reason
+from tests.conftest import leftovers, make_workload, netns_skip_reason
 
 pytest.importorskip("torch")
 
 _SKIP = netns_skip_reason()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")]
 
-WORKLOAD = {
-    "format": "ddlperf.workload/1", "name": "coloc2mb", "batch_size": 32, "device": "V100",
-    "layers": [{"name": f"l{i}", "forward_s": 0.01, "backward_s": 0.02,
-                "tensors": [{"name": f"l{i}.w", "bytes": 500_000}]} for i in range(4)],
-}
+WORKLOAD = make_workload([(0.01, 0.02, [500_000])] * 4, name="coloc2mb")
 SETUP = {"workers": 2, "ps": 2, "placement": "colocated", "bandwidth": "200Mbps",
          "latency": "50us"}
 
