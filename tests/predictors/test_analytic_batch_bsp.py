@@ -2,6 +2,7 @@
 shard connections (the shared-link event loop per point, inside the batch) included."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,11 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddlperf.api import make_cluster, make_strategy, make_workload
-from ddlperf.predictors.analytic_batch import batch_key, point_scenario
+from ddlperf.predictors.analytic_batch import batch_key
 from ddlperf.predictors.analytic_batch_bsp import Points, batch_layout, binding, bsp_period
 from ddlperf.predictors.analytic_ps_bsp import connections_bind, ps_bsp
 from ddlperf.scenario import resolve
 from tests.conftest import make_workload as toy_workload
+
+
+def point_scenario(template, row):
+    """``template`` with the worker count and numbers of one batch row: the scenario the
+    point stands for, as far as the BSP period goes (the per-point reference)."""
+    n, gup, gdown, sup, sdown, supd, alpha = (float(v) for v in row)
+    group = replace(template.groups[0], count=int(n), up=gup, down=gdown)
+    shards = tuple(replace(s, up=sup, down=sdown, update_s_per_byte=supd)
+                   for s in template.shards)
+    return replace(template, groups=(group,), shards=shards, latency_s=alpha)
 
 
 @settings(max_examples=40, deadline=None)

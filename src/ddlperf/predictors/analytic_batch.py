@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -92,17 +91,6 @@ def _structure_key(sc: Scenario) -> tuple[Any, ...]:
         id(g.backward), id(g.ready_offset), g.unattributed_s, g.update_s_per_byte,
         g.forward_s, g.backward_s, g.compute_s,
     )
-
-
-def point_scenario(template: Scenario, row: np.ndarray) -> Scenario:
-    """``template`` with the worker count and numbers of one point (a :meth:`Points.rows`
-    row): the scenario the point stands for, as far as the BSP period goes."""
-    n, gup, gdown, sup, sdown, supd, alpha = (float(v) for v in row)
-    g = template.groups[0]
-    group = replace(g, count=int(n), up=gup, down=gdown)
-    shards = tuple(replace(s, up=sup, down=sdown, update_s_per_byte=supd)
-                   for s in template.shards)
-    return replace(template, groups=(group,), shards=shards, latency_s=alpha)
 
 
 def point_values(sc: Scenario) -> tuple[float, float, float, float, float, float]:

@@ -14,7 +14,11 @@ import math
 
 import numpy as np
 
-from ddlperf.predictors.shared_connections import ConnectionItems, equal_caps_finish
+from ddlperf.predictors.shared_connections import (
+    SENT_TOLERANCE,
+    ConnectionItems,
+    equal_caps_finish,
+)
 
 
 def fair_rates(weights: list[float], caps: list[float], capacity: float) -> list[float]:
@@ -52,7 +56,7 @@ def shared_link_finish(ready: list[np.ndarray], work: np.ndarray, counts: list[f
         now += step
         for s, r in zip(active, rates):
             left[s] -= r * step
-            while left[s] <= 1e-9 * max(1.0, float(work[position[s]])):
+            while left[s] <= SENT_TOLERANCE * max(1.0, float(work[position[s]])):
                 finish[s][position[s]] = now
                 position[s] += 1
                 if position[s] == n:
@@ -107,7 +111,7 @@ def water_filled_finish(ready: np.ndarray, work: np.ndarray, caps: np.ndarray,
         items.append(mine)
         starts.append([times[j] for j in mine])
         sizes.append([column[j] for j in mine])
-        ends.append([1e-9 * max(1.0, column[j]) for j in mine])
+        ends.append([SENT_TOLERANCE * max(1.0, column[j]) for j in mine])
     cap = [float(c) for c in caps]
     lowest_cap = min(cap)
     head = [0] * count
