@@ -7,8 +7,9 @@ distinct shard column's FIFO over its own tensors, padded), the per-point number
 whose work does not change between passes, and the passes themselves. Each point's column is
 computed on its own, with the same floating-point operations as the per-point model — a
 point whose worker's shard connections hold its link (:func:`binding`) too: its shared link
-runs per point (:func:`~ddlperf.predictors.shared_link.connections_finish`, with the point's
-:class:`~ddlperf.predictors.shared_connections.ShiftedRepeats`), the rest of its pass with
+is computed for its own numbers (:func:`~ddlperf.predictors.shared_connections.entries_finish`,
+the columns of all such points of a pass in one call, with the points' last passes in a
+:class:`~ddlperf.predictors.shared_connections.ShiftedColumns`), the rest of its pass with
 the batch.
 """
 
@@ -16,18 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
-from ddlperf.predictors.analytic_ps_bsp import (
-    MAX_PASSES,
-    per_tensor,
-    ps_layout,
-    ready_in_gradient_order,
-)
-from ddlperf.predictors.shared_connections import ShiftedRepeats
-from ddlperf.predictors.shared_link import connections_finish
+from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ps_layout, ready_in_gradient_order
+from ddlperf.predictors.shared_connections import ShiftedColumns, entries_finish
 from ddlperf.predictors.timeline import serial_finish
 from ddlperf.scenario import Scenario
 
@@ -147,10 +141,12 @@ class _Links:
     down_work: np.ndarray  # (J, B) each tensor's time on the worker's downlink
     first_down: _Fifo  # (J, B) worker downlink in gradient order (the first pass's)
     # (B,): the worker's uplink (push) or downlink (pull) holds its shard connections below
-    # their shares (:func:`binding`); per point, its shared links' last pass
+    # their shares (:func:`binding`); the shared links' last pass per point of the batch
+    # (``index``: each column's point)
     bind_push: np.ndarray
     bind_pull: np.ndarray
-    repeats: list[ShiftedRepeats]
+    repeats: ShiftedColumns
+    index: np.ndarray
 
     @classmethod
     def of(cls, sc: Scenario, lay: Layout, p: Points) -> _Links:
@@ -171,16 +167,16 @@ class _Links:
             first_down=sent if _same(p.gup, p.gdown) else _Fifo.of(down_work),
             bind_push=bind_push,
             bind_pull=bind_pull,
-            repeats=[ShiftedRepeats() for _ in range(len(p.n) if np.any(bind_push | bind_pull)
-                                                     else 0)],
+            repeats=ShiftedColumns(len(p.n)),
+            index=np.arange(len(p.n)),
         )
 
     def take(self, cols: np.ndarray) -> _Links:
         return _Links(self.pull.take(cols), self.sent.take(cols), self.pushed.take(cols),
                       None if self.applied is None else self.applied.take(cols),
                       self.updating[cols], self.down_work[:, cols], self.first_down.take(cols),
-                      self.bind_push[cols], self.bind_pull[cols],
-                      [self.repeats[c] for c in cols.tolist()] if self.repeats else [])
+                      self.bind_push[cols], self.bind_pull[cols], self.repeats,
+                      self.index[cols])
 
 
 def binding(shards: int, p: Points) -> tuple[np.ndarray, np.ndarray]:
@@ -200,16 +196,16 @@ def _shared_links(sc: Scenario, links: _Links, cols: np.ndarray, ready: np.ndarr
                   shares: np.ndarray, rates: np.ndarray, key: str) -> np.ndarray:
     """(J, len(cols)): when each tensor has crossed the worker's link of each point in
     ``cols``, its connections (one per shard, each at most its ``shares``) sharing the link
-    (``rates``) — ``analytic_ps_bsp._shared`` per point, with the point's last pass."""
-    layout = ps_layout(sc)
-    out = np.empty((len(ready), len(cols)))
-    for i, c in enumerate(cols.tolist()):
-        ready_c = np.ascontiguousarray(ready[:, c])
-        compute = partial(connections_finish, ready_c, sc.placement,
-                          np.full(len(sc.shards), float(shares[c])), float(rates[c]),
-                          layout.connections)
-        out[:, i] = per_tensor(layout, links.repeats[c].finish(key, ready_c, compute))
-    return out
+    (``rates``) — ``analytic_ps_bsp._shared`` per point, with the point's last pass, all
+    columns at once (:func:`~ddlperf.predictors.shared_connections.entries_finish`)."""
+    connections = ps_layout(sc).connections
+    ready, shares, rates = ready[:, cols], shares[cols], rates[cols]
+
+    def compute(mask: np.ndarray) -> np.ndarray:
+        return connections.per_item(entries_finish(connections, ready[:, mask], shares[mask],
+                                                   rates[mask]))
+
+    return links.repeats.finish(key, links.index[cols], ready, compute)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
