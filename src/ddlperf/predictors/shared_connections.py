@@ -155,17 +155,21 @@ def _virtual_time(times: list[float], on: list[int], sizes: list[float], count: 
     there at that event's rate."""
     tag = [0.0] * count  # the last finish tag of each connection
     active = [False] * count
-    drains: list[tuple[float, int]] = []  # (tag, connection) of active connections; stale ones
-    events: list[tuple[float, float, float]] = []  # (time, V, the rate after it)
+    # (tag, connection) per active connection, as a heap; an entry whose connection got
+    # another item since holds an older tag, and is updated when it comes to the top
+    drains: list[tuple[float, int]] = []
+    events: list[float] = []  # per event: its time, V, and the rate after it
     tags: list[float] = []
+    # the rate of each active connection, per count of active connections
+    rates = [0.0] + [capacity / m if cap >= capacity / m else cap for m in range(1, count + 1)]
     now = v = rate = 0.0
     busy = 0  # active connections
-    push, pop = heapq.heappush, heapq.heappop
+    push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
     for ready, k, size in zip(times, on, sizes):
         while busy:  # the drains up to ``ready``
             end, j = drains[0]
-            if end != tag[j]:  # the connection got another item since
-                pop(drains)
+            if end != tag[j]:
+                replace(drains, (tag[j], j))
                 continue
             done = now + (end - v) / rate
             if done > ready:
@@ -175,40 +179,38 @@ def _virtual_time(times: list[float], on: list[int], sizes: list[float], count: 
             busy -= 1
             now, v = done, end
             if busy:
-                share = capacity / busy
-                rate = share if cap >= share else cap
-            events.append((now, v, rate))
+                rate = rates[busy]
+            events += (now, v, rate)
         if active[k]:
-            end = tag[k] + size
+            end = tag[k] = tag[k] + size
         else:
             if busy:
                 v += rate * (ready - now)
             now = ready
             active[k] = True
             busy += 1
-            share = capacity / busy
-            rate = share if cap >= share else cap
-            events.append((now, v, rate))
-            end = v + size
-        tag[k] = end
-        push(drains, (end, k))
+            rate = rates[busy]
+            events += (now, v, rate)
+            end = tag[k] = v + size
+            push(drains, (end, k))
         tags.append(end)
     while busy:  # the drains after the last item became ready
-        end, j = pop(drains)
+        end, j = drains[0]
         if end != tag[j]:
+            replace(drains, (tag[j], j))
             continue
+        pop(drains)
         busy -= 1
         now, v = now + (end - v) / rate, end
         if busy:
-            share = capacity / busy
-            rate = share if cap >= share else cap
-        events.append((now, v, rate))
+            rate = rates[busy]
+        events += (now, v, rate)
     finish = np.array(tags)
-    at, level, rates = np.array(events).T
+    at, level, after = np.array(events).reshape(-1, 3).T
     # the event before each tag: the last one whose V is below it (an item's tag exceeds V
     # at its ready time, so the first event's V is below every tag)
     event = np.searchsorted(level, finish, side="left") - 1
-    return at[event] + (finish - level[event]) / rates[event]
+    return at[event] + (finish - level[event]) / after[event]
 
 
 class ShiftedRepeats:
