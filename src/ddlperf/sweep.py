@@ -167,12 +167,16 @@ def _predict_points(
     rows: list[dict[str, Any] | None] = [None] * len(points)
     batches: dict[tuple[Any, ...], tuple[Any, list[int], list[int], list[tuple[float, ...]]]] = {}
     by_identity: dict[int, Any] = {}  # the keys live in state.templates meanwhile
+    batched = method == "analytic" and BATCH
+    # the caches can fill up only if this chunk's points add more entries than there is room
+    # for (each point adds at most _ENTRIES_PER_POINT)
+    may_fill = state.size() + len(points) * _ENTRIES_PER_POINT > MAX_CACHED
     for i, point in enumerate(points):
         spec = {**fixed, **point}
-        if state.full():  # start the caches again; the batch identities go with them
+        if may_fill and state.full():  # start the caches again; the batch identities go too
             state.clear()
             by_identity.clear()
-        planned = _plan(spec, state) if method == "analytic" and BATCH else None
+        planned = _plan(spec, state) if batched else None
         if planned is None:
             rows[i] = _predict_one(point, spec, method, state)
             continue
@@ -193,10 +197,7 @@ def _predict_points(
                                    for template, _i, workers, values in batches.values()])
         for (_t, indices, _w, _v), batch_results in zip(batches.values(), results):
             for i, result in zip(indices, batch_results):
-                row = dict(points[i])
-                row.update(zip(RESULT_KEYS, result))
-                row["error"] = None
-                rows[i] = row
+                rows[i] = {**points[i], **dict(zip(RESULT_KEYS, result)), "error": None}
     return rows  # type: ignore[return-value]
 
 

@@ -134,12 +134,15 @@ class _Links:
     """The FIFOs whose work does not change between passes (per point, last axis)."""
 
     pull: _Fifo  # (P, U, B) shard uplinks
-    sent: _Fifo  # (J, B) worker uplink
     pushed: _Fifo  # (P, U, B) shard downlinks
     applied: _Fifo | None  # (P, U, B) shard update queues; None: no point has update work
     updating: np.ndarray  # (B,) the points with update work
-    down_work: np.ndarray  # (J, B) each tensor's time on the worker's downlink
-    first_down: _Fifo  # (J, B) worker downlink in gradient order (the first pass's)
+    # one shard (the worker's link a FIFO; None with several shards, whose connections the
+    # shards' FIFOs and the shared links model): (J, B) the worker's uplink, each tensor's
+    # time on its downlink, and the downlink in gradient order (the first pass's)
+    sent: _Fifo | None
+    down_work: np.ndarray | None
+    first_down: _Fifo | None
     # (B,): the worker's uplink (push) or downlink (pull) holds its shard connections below
     # their shares (:func:`binding`); the shared links' last pass per point of the batch
     # (``index``: each column's point)
@@ -154,17 +157,20 @@ class _Links:
         part = lay.part[:, :, None]
         updating = p.supd > 0
         pull = _Fifo.of(part * (p.n / p.sup))
-        sent = _Fifo.of(sc.tensor_bytes[:, None] / p.gup)
-        down_work = sc.tensor_bytes[:, None] / p.gdown
+        sent = first_down = down_work = None
+        if len(sc.shards) == 1:
+            sent = _Fifo.of(sc.tensor_bytes[:, None] / p.gup)
+            down_work = sc.tensor_bytes[:, None] / p.gdown
+            first_down = sent if _same(p.gup, p.gdown) else _Fifo.of(down_work)
         bind_push, bind_pull = binding(len(sc.shards), p)
         return cls(
             pull=pull,
-            sent=sent,
             pushed=pull if _same(p.sup, p.sdown) else _Fifo.of(part * (p.n / p.sdown)),
             applied=_Fifo.of(part * p.supd) if np.any(updating) else None,
             updating=updating,
+            sent=sent,
             down_work=down_work,
-            first_down=sent if _same(p.gup, p.gdown) else _Fifo.of(down_work),
+            first_down=first_down,
             bind_push=bind_push,
             bind_pull=bind_pull,
             repeats=ShiftedColumns(len(p.n)),
@@ -172,9 +178,12 @@ class _Links:
         )
 
     def take(self, cols: np.ndarray) -> _Links:
-        return _Links(self.pull.take(cols), self.sent.take(cols), self.pushed.take(cols),
+        return _Links(self.pull.take(cols), self.pushed.take(cols),
                       None if self.applied is None else self.applied.take(cols),
-                      self.updating[cols], self.down_work[:, cols], self.first_down.take(cols),
+                      self.updating[cols],
+                      None if self.sent is None else self.sent.take(cols),
+                      None if self.down_work is None else self.down_work[:, cols],
+                      None if self.first_down is None else self.first_down.take(cols),
                       self.bind_push[cols], self.bind_pull[cols], self.repeats,
                       self.index[cols])
 
@@ -246,11 +255,13 @@ def _bsp_pass(
                                    "pull")
             arrival[:, cols] = np.maximum(pulled[:, cols], shared) + p.alpha[cols]
     elif first:  # all released at 0: the stable order is the gradient order
+        assert links.first_down is not None
         down_done = links.first_down.finish(release)
         base = forward.tensor_base[:, None]
     else:  # the worker's downlink in release order; arrivals kept in that order
         by_release = np.argsort(release, axis=0, kind="stable")
         flat = by_release * points + np.arange(points)  # into the (J, B) arrays, flattened
+        assert links.down_work is not None
         down_done = serial_finish(release.take(flat), links.down_work.take(flat))
         pulled = pulled.take(flat)
         base = forward.tensor_base[by_release]
@@ -321,6 +332,7 @@ def _push(
             sent = np.concatenate((sent, pad[:, : len(cols)]))[lay.idx]
             arrived[:, :, cols] = np.maximum(done[:, :, cols], sent) + p.alpha[cols]
     else:
+        assert links.sent is not None
         sent = links.sent.finish(grad_ready)
         arrived = np.maximum(done, np.concatenate((sent, pad))[lay.idx]) + p.alpha
     if links.applied is not None:

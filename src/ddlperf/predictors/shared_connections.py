@@ -206,7 +206,7 @@ def _virtual_time(times: list[float], on: list[int], sizes: list[float], count: 
             rate = rates[busy]
         events += (now, v, rate)
     finish = np.array(tags)
-    at, level, after = np.array(events).reshape(-1, 3).T
+    at, level, after = np.fromiter(events, float, len(events)).reshape(-1, 3).T
     # the event before each tag: the last one whose V is below it (an item's tag exceeds V
     # at its ready time, so the first event's V is below every tag)
     event = np.searchsorted(level, finish, side="left") - 1
