@@ -27,6 +27,7 @@ found their period. :class:`ShiftedColumns` is the same for many columns (points
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
@@ -121,9 +122,21 @@ def entries_finish(connections: ConnectionItems, ready: np.ndarray, cap: np.ndar
     lists = (np.take_along_axis(waiting, orders, 0).T.tolist(),
              connections.on[orders].T.tolist(), connections.size[orders].T.tolist())
     count = connections.shape[1]
-    for column, order, ready_in_order, on, size in zip(columns.tolist(), orders.T, *lists):
-        out[order, column] = _virtual_time(ready_in_order, on, size, count, float(cap[column]),
-                                           float(capacity[column]))
+    tags: list[float] = []  # every column's finish tags, column after column
+    events: list[float] = []  # every column's events: time, V, the rate after it
+    bounds = [0]  # where each column's events start and end
+    for column, ready_in_order, on, size in zip(columns.tolist(), *lists):
+        _virtual_time(ready_in_order, on, size, count, float(cap[column]),
+                      float(capacity[column]), tags, events)
+        bounds.append(len(events) // 3)
+    finish = np.array(tags).reshape(len(columns), -1)
+    at, level, after = np.fromiter(events, float, len(events)).reshape(-1, 3).T
+    # the event before each tag: the last of its column whose V is below it (an item's tag
+    # exceeds V at its ready time, so the column's first event's V is below every tag)
+    event = np.empty(finish.shape, dtype=np.intp)
+    for row, (start, end) in enumerate(itertools.pairwise(bounds)):
+        event[row] = np.searchsorted(level[start:end], finish[row], side="left") + (start - 1)
+    out[orders, columns] = (at[event] + (finish - level[event]) / after[event]).T
     return out
 
 
@@ -143,23 +156,23 @@ def _all_ready_at_once(connections: ConnectionItems, now: np.ndarray, cap: np.nd
 
 
 def _virtual_time(times: list[float], on: list[int], sizes: list[float], count: int,
-                  cap: float, capacity: float) -> np.ndarray:
-    """Finish times of entries given in the order they become ready (``times`` ascending,
-    ``on`` their connections, ``sizes`` their bytes) on ``count`` connections.
+                  cap: float, capacity: float, tags: list[float], events: list[float]) -> None:
+    """The finish tags of entries given in the order they become ready (``times``
+    ascending, ``on`` their connections, ``sizes`` their bytes) on ``count`` connections,
+    appended to ``tags``, and the events of V, appended to ``events`` (time, V, the rate
+    after it, flat).
 
     V(t) is piecewise linear: from each event (time, V, rate) on, V rises at the rate of the
     connections then active. An entry's finish tag (its V at its end) is its connection's
     last tag (or V at its ready time, if the connection was idle) plus its bytes; a
-    connection is active until V reaches its last tag (its drain, an event). Afterwards each
-    tag is found on V: the event before it (the last with V below the tag), and the time from
-    there at that event's rate."""
+    connection is active until V reaches its last tag (its drain, an event). Afterwards
+    (:func:`entries_finish`) each tag is found on V: the event before it (the last with V
+    below the tag), and the time from there at that event's rate."""
     tag = [0.0] * count  # the last finish tag of each connection
     active = [False] * count
     # (tag, connection) per active connection, as a heap; an entry whose connection got
     # another item since holds an older tag, and is updated when it comes to the top
     drains: list[tuple[float, int]] = []
-    events: list[float] = []  # per event: its time, V, and the rate after it
-    tags: list[float] = []
     # the rate of each active connection, per count of active connections
     rates = [0.0] + [capacity / m if cap >= capacity / m else cap for m in range(1, count + 1)]
     now = v = rate = 0.0
@@ -205,12 +218,6 @@ def _virtual_time(times: list[float], on: list[int], sizes: list[float], count: 
         if busy:
             rate = rates[busy]
         events += (now, v, rate)
-    finish = np.array(tags)
-    at, level, after = np.fromiter(events, float, len(events)).reshape(-1, 3).T
-    # the event before each tag: the last one whose V is below it (an item's tag exceeds V
-    # at its ready time, so the first event's V is below every tag)
-    event = np.searchsorted(level, finish, side="left") - 1
-    return at[event] + (finish - level[event]) / after[event]
 
 
 class ShiftedRepeats:
