@@ -168,14 +168,15 @@ def _predict_points(
     batches: dict[tuple[Any, ...], tuple[Any, list[int], list[int], list[tuple[float, ...]]]] = {}
     by_identity: dict[int, Any] = {}  # the keys live in state.templates meanwhile
     batched = method == "analytic" and BATCH
-    # the caches can fill up only if this chunk's points add more entries than there is room
-    # for (each point adds at most _ENTRIES_PER_POINT)
-    may_fill = state.size() + len(points) * _ENTRIES_PER_POINT > MAX_CACHED
+    check = 0  # the next point at which the caches may be full (a point adds at most
+    # _ENTRIES_PER_POINT entries, so counting them at every point is not needed)
     for i, point in enumerate(points):
         spec = {**fixed, **point}
-        if may_fill and state.full():  # start the caches again; the batch identities go too
-            state.clear()
-            by_identity.clear()
+        if i == check:
+            if state.full():  # start the caches again; the batch identities go with them
+                state.clear()
+                by_identity.clear()
+            check = i + 1 + (MAX_CACHED - _ENTRIES_PER_POINT - state.size()) // _ENTRIES_PER_POINT
         planned = _plan(spec, state) if batched else None
         if planned is None:
             rows[i] = _predict_one(point, spec, method, state)
