@@ -384,7 +384,10 @@ def _check_memory(workload: Workload, group: WorkerGroup | NodeGroup,
 
 
 def _placement(workload: Workload, shards: int, policy: str) -> np.ndarray:
-    """Tensor × shard bytes in gradient order (policies work in variable-creation order)."""
+    """Tensor × shard bytes in gradient order (policies work in variable-creation order).
+
+    Policies that place the tensors alike (every policy with one shard) get the same array,
+    so that whatever is cached per placement (the batched sweep's BSP periods) is shared."""
     cache = workload.derived_cache
     key = ("placement", shards, policy)
     if key not in cache:
@@ -392,6 +395,11 @@ def _placement(workload: Workload, shards: int, policy: str) -> np.ndarray:
         placement = np.zeros((len(sizes), shards))
         placement[creation_to_grad] = shard_matrix(sizes[creation_to_grad], shards, policy)  # type: ignore[arg-type]
         placement.setflags(write=False)
+        for other in [v for k, v in cache.items() if isinstance(k, tuple) and len(k) == 3
+                      and k[:2] == ("placement", shards)]:
+            if np.array_equal(other, placement):
+                placement = other
+                break
         cache[key] = placement
     return cache[key]
 

@@ -291,3 +291,22 @@ def test_a_shard_faster_than_the_workers_batched_equals_one_prediction(overlap, 
         for key, value in zip(RESULT_KEYS, row):
             if key in NUMBERS:
                 assert math.isclose(value, expected[key], rel_tol=1e-9), (key, sc.worker_count)
+
+
+def test_shardings_that_place_alike_share_one_batch():
+    # one shard: every policy puts every tensor on it, so the scenarios share the placement
+    # array and one batch key (one BSP period per point); two shards: round robin and greedy
+    # place resnet50 differently and stay apart. The shared batch gives each point its own
+    # single prediction.
+    w = make_workload("resnet50")
+    scenarios = {(ps, sharding): resolve(w, make_cluster(workers=2, ps=ps, bandwidth=1e9),
+                                         make_strategy(sharding=sharding))
+                 for ps in (1, 2) for sharding in ("round_robin", "greedy")}
+    one = scenarios[1, "round_robin"], scenarios[1, "greedy"]
+    two = scenarios[2, "round_robin"], scenarios[2, "greedy"]
+    assert one[0].placement is one[1].placement and batch_key(one[0]) == batch_key(one[1])
+    assert two[0].placement is not two[1].placement
+    assert batch_key(two[0]) != batch_key(two[1])
+    axes = {"workers": [1, 3], "ps": [1], "sharding": ["round_robin", "greedy"],
+            "bandwidth": [1e9, 1e10], "sync": ["bsp", "asp"]}
+    assert_rows_match(sweep(axes, model="resnet50"), axes, {"model": "resnet50"})

@@ -79,12 +79,14 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
 
 def _structure_key(sc: Scenario) -> tuple[Any, ...]:
     """:func:`batch_key` without the sync mode: what the BSP period depends on besides the
-    point's numbers (so batches of several sync modes share their BSP periods)."""
+    point's numbers (so batches of several sync modes share their BSP periods). Not the
+    sharding policy: policies that place the tensors alike share the placement array
+    (``scenario._placement``), and all-reduce has none."""
     g = sc.groups[0]
     strategy = sc.strategy
     return (
         id(sc.workload), sc.workload.name, strategy.arch,
-        strategy.sharding, strategy.overlap, strategy.step_barrier, strategy.bucket_bytes,
+        strategy.overlap, strategy.step_barrier, strategy.bucket_bytes,
         len(sc.shards),
         len(sc.tensor_bytes), id(sc.placement) if sc.shards else None, g.device, g.batch_size,
         id(g.forward),
