@@ -1,6 +1,8 @@
 """Speed of the analytic predictor on a resnet50 sweep grid, and CLI start-up time.
 
-Run: ``python benchmarks/bench_analytic.py`` (``--grids``: only the grid sizes below). Prints
+Run: ``python benchmarks/bench_analytic.py`` (``--grids``: only the grid sizes below;
+``--batched``: only the batched sweep's rates; ``--split``: where the batched sweep of the
+1,536-point grid spends its time). Prints
 predictions per second (best of 3 passes over the grid) — one ``predict_analytic`` per point,
 and ``ddlperf.sweep`` per point and batched (``predictors.analytic_batch``) — and the wall and
 CPU time of ``ddlperf predict --json`` (best of 5). Rates are per CPU second (this process,
@@ -64,6 +66,7 @@ import os
 import resource
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -204,11 +207,85 @@ def startup_seconds(runs: int = 5) -> tuple[float, float]:
     return best_of(("predict", "--json"), runs)
 
 
+def time_split(passes: int = 9) -> tuple[int, dict[str, float]]:
+    """Where the batched sweep of the 1,536-point grid spends its CPU time: seconds of the
+    pass with the least total of ``passes`` (after one to warm up), by part — the
+    shared-link loops (``shared_connections._virtual_time``), the rest of the shared links
+    (closed forms, shifted repeats, set-up), the rest of the BSP fixed points, the rest of
+    the batched model (ASP's MVA, bottlenecks, results) and the rest of the sweep (grid,
+    templates, rows)."""
+    from ddlperf import sweep as sweep_module
+    from ddlperf.predictors import analytic_batch, analytic_batch_bsp, shared_connections
+
+    spent = dict.fromkeys(("loops", "links", "bsp", "batched"), 0.0)
+    timed = [(shared_connections, "_virtual_time", "loops"),
+             (analytic_batch_bsp, "_shared_links", "links"),
+             (analytic_batch._BspPeriods, "run", "bsp"),
+             (analytic_batch, "predict_batches", "batched")]
+
+    def timer(inner: Any, part: str) -> Any:
+        def run(*args: Any) -> Any:
+            start = time.process_time()
+            try:
+                return inner(*args)
+            finally:
+                spent[part] += time.process_time() - start
+        return run
+
+    originals = [getattr(owner, name) for owner, name, _part in timed]
+    for (owner, name, part), inner in zip(timed, originals):
+        setattr(owner, name, timer(inner, part))
+    best: dict[str, float] = {}
+    n = 0
+    try:
+        for i in range(passes + 1):
+            spent.update(dict.fromkeys(spent, 0.0))
+            start = time.process_time()
+            n = len(sweep_module.sweep(SWEEP_AXES, jobs=1, model="resnet50"))
+            total = time.process_time() - start
+            if i and (not best or total < best["total"]):
+                best = {**spent, "total": total}
+    finally:
+        for (owner, name, _part), inner in zip(timed, originals):
+            setattr(owner, name, inner)
+    return n, {"shared-link loops": best["loops"],
+               "rest of the shared links": best["links"] - best["loops"],
+               "rest of the BSP fixed points": best["bsp"] - best["links"],
+               "rest of the batched model": best["batched"] - best["bsp"],
+               "grid, templates, rows": best["total"] - best["batched"],
+               "total": best["total"]}
+
+
 def load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
 
 
+def batched_rates() -> None:
+    """The batched sweep's figures: the 1,536-point grid on 1 and 2 processes, BSP and ASP
+    with 8-128 workers."""
+    for jobs in (1, 2):
+        cpu, wall, n = sweep_rate(jobs, passes=5)
+        print(f"ddlperf.sweep, resnet50 grid of {n} points, {jobs} process(es): "
+              f"{cpu:,.0f}/CPU-s ({wall:,.0f}/s wall, {load()})")
+    for sync in ("bsp", "asp"):
+        cpu, wall, n = sweep_rate(1, passes=5, axes=many_workers(sync))
+        print(f"ddlperf.sweep, {sync.upper()} with 8-128 workers ({n} points), 1 process: "
+              f"{cpu:,.0f}/CPU-s ({wall:,.0f}/s wall, {load()})")
+
+
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv):
+        print(__doc__.split("\n\n")[1])
+        sys.exit()
+    if "--split" in sys.argv:  # where the batched sweep's time goes
+        n, parts = time_split()
+        print(f"ddlperf.sweep, resnet50 grid of {n} points, best of 9 passes ({load()}):")
+        for part, seconds in parts.items():
+            print(f"  {part:<29} {1e3 * seconds:6.1f} ms")
+        sys.exit()
+    if "--batched" in sys.argv:  # only the batched sweep's figures
+        batched_rates()
+        sys.exit()
     if "--grids" in sys.argv:  # only the grid sizes
         for n, jobs, cpu, wall in big_grid_rates():
             print(f"{n:>7,} points, {jobs} process(es): {cpu:.3f} CPU-s ({n / cpu:,.0f}/CPU-s), "
@@ -221,14 +298,7 @@ if __name__ == "__main__":
     print(f"ddlperf.sweep, per-point path, resnet50 grid of {n} points, 1 process: "
           f"{cpu:,.0f}/CPU-s ({wall:,.0f}/s wall, {load()})")
     print(f"ddlperf.sweep, batched share of the grid: {batched_share():.0%}")
-    for jobs in (1, 2):
-        cpu, wall, n = sweep_rate(jobs, passes=5)
-        print(f"ddlperf.sweep, resnet50 grid of {n} points, {jobs} process(es): "
-              f"{cpu:,.0f}/CPU-s ({wall:,.0f}/s wall, {load()})")
-    for sync in ("bsp", "asp"):
-        cpu, wall, n = sweep_rate(1, passes=5, axes=many_workers(sync))
-        print(f"ddlperf.sweep, {sync.upper()} with 8-128 workers ({n} points), 1 process: "
-              f"{cpu:,.0f}/CPU-s ({wall:,.0f}/s wall, {load()})")
+    batched_rates()
     wall, cpu = startup_seconds()
     print(f"'ddlperf predict --json' (best of 5): {wall:.3f} s wall, {cpu:.3f} s CPU "
           f"({load()}; more commands: benchmarks/bench_startup.py)")
