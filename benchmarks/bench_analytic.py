@@ -207,18 +207,20 @@ def startup_seconds(runs: int = 5) -> tuple[float, float]:
     return best_of(("predict", "--json"), runs)
 
 
-def time_split(passes: int = 9) -> tuple[int, dict[str, float]]:
-    """Where the batched sweep of the 1,536-point grid spends its CPU time: seconds of the
+def time_split(passes: int = 9, loop: str = "_virtual_time",
+               axes: dict[str, list[object]] | None = None) -> tuple[int, dict[str, float]]:
+    """Where the batched sweep of a grid (``axes``, default :data:`SWEEP_AXES`, the
+    1,536-point grid) spends its CPU time: seconds of the
     pass with the least total of ``passes`` (after one to warm up), by part — the
-    shared-link loops (``shared_connections._virtual_time``), the rest of the shared links
-    (closed forms, shifted repeats, set-up), the rest of the BSP fixed points, the rest of
-    the batched model (ASP's MVA, bottlenecks, results) and the rest of the sweep (grid,
-    templates, rows)."""
+    shared-link loops (``shared_connections``'s ``loop``: ``_event_loop`` before the
+    virtual-time loop), the rest of the shared links (closed forms, shifted repeats,
+    set-up), the rest of the BSP fixed points, the rest of the batched model (ASP's MVA,
+    bottlenecks, results) and the rest of the sweep (grid, templates, rows)."""
     from ddlperf import sweep as sweep_module
     from ddlperf.predictors import analytic_batch, analytic_batch_bsp, shared_connections
 
     spent = dict.fromkeys(("loops", "links", "bsp", "batched"), 0.0)
-    timed = [(shared_connections, "_virtual_time", "loops"),
+    timed = [(shared_connections, loop, "loops"),
              (analytic_batch_bsp, "_shared_links", "links"),
              (analytic_batch._BspPeriods, "run", "bsp"),
              (analytic_batch, "predict_batches", "batched")]
@@ -241,7 +243,7 @@ def time_split(passes: int = 9) -> tuple[int, dict[str, float]]:
         for i in range(passes + 1):
             spent.update(dict.fromkeys(spent, 0.0))
             start = time.process_time()
-            n = len(sweep_module.sweep(SWEEP_AXES, jobs=1, model="resnet50"))
+            n = len(sweep_module.sweep(axes or SWEEP_AXES, jobs=1, model="resnet50"))
             total = time.process_time() - start
             if i and (not best or total < best["total"]):
                 best = {**spent, "total": total}
