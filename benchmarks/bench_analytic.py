@@ -11,21 +11,22 @@ average next to them: on a shared machine the wall clock measures the other jobs
 Targets: ≥ 10,000 predictions/s (issue #2); the batched sweep ≥ 20,000 points/s (issue #12);
 start-up under 1 s.
 
-Measured after a worker's shard connections got their shared-link model and its speed work
-(2026-12-01, load 3.7-4.7, CPU seconds, best of 5; in brackets the code before the speed
-work, same load): the 1,536-point grid 7,400-7,800 points/s batched (1,460; 22,600 before
-the shared-link model at load 0.8), 600-680/s per point (280), the ``predict_analytic``
-loop 560-590/s (210); of it, BSP with 8-128 workers 13,500-14,200/s (10,900; the same
-code, so noise) and ASP with 8-128 workers 4,800-5,400/s (1,420; 16,200 before the
-shared-link model). A point whose worker's connections hold its link (9% of the grid: fewer
-workers than shards) and every distinct one-worker ASP cycle with several shards still run
-the event loop (``shared_connections.equal_caps_finish``), but inside the batched fixed
-point and only twice per point (the first push, the second pull: ~0.7 ms each); the other
-passes take a closed form or the last pass's finish times shifted. Where the time goes
-(load 3.7, 271 ms per grid): 144 event loops 110 ms, 216 closed forms 6 ms, the rest as
-below. The loop is Python (~160 events, ~4 us each here); running it in lockstep over a
-structure's rows with numpy (tried: bit-identical) cost ~150 us per event for 6-18 rows,
-more than the rows one by one. The figures below predate the shared-link model.
+Measured after the shared-link loop moved to virtual time (``shared_connections``; all
+binding points of a pass in one call) and the smaller cuts with it, alternating runs of the
+code before and after in one session (2026-12-01, load 3.1-4.0: another session's runs on
+the same 2 cores; CPU seconds, best of 5; in brackets the code before, same runs): the
+1,536-point grid 21,400-35,800 points/s batched on 1 process (14,800-20,900), 11,100-17,800
+on 2 (8,000-10,900), BSP with 8-128 workers 23,000-38,500 (21,300-32,300: no binding point,
+little changed), ASP with 8-128 workers 13,600-24,000 (8,900-15,300); per point 2,090/s
+(1,620), the ``predict_analytic`` loop 1,400/s (1,110). Where the batched grid's time goes
+(``--split``, load 3.9): 42-46 ms in all, the shared-link loops 8-9 ms (29-31: the loop that
+followed every item's end), the rest of the shared links 8-9 (13-15), the rest of the BSP
+fixed points 12 (14-16), the rest of the batched model 4-5 (4-6), grid, templates and rows
+10-11 (11). The loop is Python (~60 us for ~160 items and ~150 rate changes); a
+lockstep over a structure's rows with numpy (tried before, on the item-by-item loop) cost
+~150 us per event for 6-18 rows. The same measurement on a busier machine earlier in the
+day gave the code before 7,400-7,800 points/s for the grid, BSP 13,500-14,200, ASP
+4,800-5,400. The figures below predate the shared-link model.
 
 Measured (2026-12-01, 2 shared cores, CPU seconds, best of several runs): batched sweep of
 the 1,536-point grid on 1 process 22,450 points/s at load 3.3 and 20,300 at load 6.9 (before
