@@ -9,12 +9,12 @@ been able to send by t, so it rises at the rate of the moment, and connection k'
 at a with b bytes ends when V reaches max(V(a), the end of k's previous item) + b — its
 finish tag. Only the rate's changes (a connection gets an item while idle, or sends its last
 waiting byte) are events, and the item ends are read off the piecewise-linear V afterwards in
-one numpy expression: the event loop (:func:`_virtual_time`) is a short list of float
-operations per item, about 3x fewer than following every item's end. Where every item is
-ready at once (the first pull of a BSP pass, a push without overlap) there are no events
-after the start and the finish times have a closed form: all active connections have sent
-the same bytes, so connection k's item with b bytes before and including it ends when that
-many bytes were sent per connection. Both take many independent problems on the same items
+numpy: the event loop (:func:`_virtual_time`) is a few float operations per item, about 3x
+faster than the loop that followed every item's end (the two agree to ~1e-12). Where every
+item is ready at once (the first pull of a BSP pass, a push without overlap) there are no
+events after the start and the finish times have a closed form: all active connections have
+sent the same bytes, so connection k's item with b bytes before and including it ends when
+that many bytes were sent per connection. Both take many independent problems on the same items
 at once (:func:`entries_finish`: one column each, as the batched sweep has them).
 
 :class:`ShiftedRepeats` serves a BSP fixed point: a pass whose ready times are the last
