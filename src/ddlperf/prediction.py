@@ -137,6 +137,9 @@ class Prediction:
     notes: list[str] = field(default_factory=list)
     percentiles: dict[str, dict[str, float]] | None = None
     kind: str = "prediction"
+    # measurements: how sure the mean is (``iteration_time_s``: ``half_width_s`` of its 95%
+    # interval, see ddlperf.measure.mean_interval); None for predictions
+    uncertainty: dict[str, dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         workers = self.workers
@@ -148,6 +151,8 @@ class Prediction:
         data["workers"] = [{k: getattr(w, k) for k in _WORKER_FIELDS} for w in workers]
         if data["percentiles"] is None:
             del data["percentiles"]
+        if data["uncertainty"] is None:
+            del data["uncertainty"]
         return data
 
     def summary(self) -> dict[str, Any]:

@@ -75,3 +75,22 @@ def test_heterogeneous_column_from_speeds_or_quotas():
     assert not heterogeneous({"speeds": [1.0]})
     assert heterogeneous({"speeds": [0.4, 1.0]})
     assert heterogeneous({"speeds": [1.0], "cpu_quota": {"w1": 0.5}})
+
+
+def test_the_measured_means_interval_is_in_the_csv_the_page_and_the_summary() -> None:
+    from ddlperf.report.validation_report import summary_lines
+
+    r = row("asp", 2.0, 1.8, 2.05)
+    r["measured"]["mean_ci95_s"] = 0.1  # ±5%
+    plain = row("b", 1.0, 1.0, 1.0)
+    table = list(csv.DictReader(io.StringIO(csv_text([r, plain]))))
+    assert float(table[0]["measured_ci95_pct"]) == pytest.approx(5.0)
+    assert table[2]["measured_ci95_pct"] == ""  # not known: empty, not 0
+    summary = summarize([r, plain])
+    text = markdown([r, plain], summary, {})
+    assert "| 1 | asp | PS×1 BSP · 2w · 200Mbps · 8MB · emulated | 2.000 ±5.0% (" in text
+    assert "| 2 | b | PS×1 BSP · 2w · 200Mbps · 8MB · emulated | 1.000 (" in text
+    # analytic −10% is beyond the ±5% interval, simulate +2.5% is not (and b has none)
+    assert "| analytic | 2 | 5.0% | -10.0% (asp) | 2/2 | -10.0% (asp w0) | 1/1 |" in text
+    assert any("0/1 beyond the measured mean's 95% interval" in line
+               for line in summary_lines(summary) if line.startswith("simulate"))

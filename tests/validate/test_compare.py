@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddlperf.validate import error_pct, probe_deviation, summarize
-from ddlperf.validate.compare import worker_errors
+from ddlperf.validate.compare import compare, worker_errors
 from tests.validate.helpers import fake, row
 
 
@@ -56,3 +56,21 @@ def test_per_worker_errors_and_the_worst_worker_in_the_summary() -> None:
 def test_compare_lists_each_workers_error() -> None:
     assert row("x", 1.0, 0.9, 1.05)["predicted"]["analytic"]["worker_error_pct"] == {
         "w0": pytest.approx(-10.0), "w1": pytest.approx(-10.0)}
+
+
+def test_the_measured_means_interval_is_kept_and_errors_beyond_it_are_counted() -> None:
+    from dataclasses import replace
+
+    info = row("x", 1.0, 0.9, 1.05)
+    assert info["measured"]["mean_ci95_s"] is None  # a measurement without one
+    measured = replace(fake(1.0, kind="measurement"),
+                       uncertainty={"iteration_time_s": {"half_width_s": 0.08, "batches": 5}})
+    r = compare({k: info[k] for k in ("name", "index", "note", "fingerprint", "setup",
+                                      "inputs")},
+                measured, {"analytic": fake(0.9), "simulate": fake(1.05)})
+    assert r["measured"]["mean_ci95_s"] == 0.08
+    s = summarize([r, row("y", 1.0, 1.3, 1.0)])
+    # analytic −10% is beyond ±8%, simulate +5% is not; "y" has no interval: not judged
+    assert (s["analytic"]["beyond_interval"], s["analytic"]["with_interval"]) == (1, 1)
+    assert (s["simulate"]["beyond_interval"], s["simulate"]["with_interval"]) == (0, 1)
+    assert "with_interval" in summarize([row("z", 1.0, 1.0, 1.0)])["analytic"]

@@ -80,3 +80,34 @@ def test_a_changed_scenario_is_refused_and_nothing_is_written(tmp_path: Path) ->
         repredict(load_results(out), missing)
     assert (out / "results.json").read_text() == text
     assert not (out / "a" / "predict-analytic.json").exists()
+
+
+def test_a_run_from_before_the_interval_gets_it_from_its_records(tmp_path: Path) -> None:
+    from ddlperf.measure.mean_interval import interval_from_records
+
+    matrix = write(tmp_path, MINIMAL)
+    out = finished_run(tmp_path, matrix)
+    data = json.loads((out / "results.json").read_text())
+    del data["scenarios"][0]["measured"]["mean_ci95_s"]  # written before it existed
+    (out / "results.json").write_text(json.dumps(data))
+    no_records = repredict(load_results(out), matrix)
+    assert no_records.rows[0]["measured"]["mean_ci95_s"] is None
+    (out / "results.json").write_text(json.dumps(data))  # as it was, without the interval
+    _m, plans = plan_matrix(matrix, ["a"])
+    records, start = [], 0.0
+    levels = [1.0] * plans[0].warmup + [1.2, 1.2, 1.3, 1.3, 1.2, 1.2, 1.1, 1.1, 1.25, 1.25]
+    for t, d in enumerate(levels):
+        for name in ("w0", "w1"):
+            records.append({"type": "iteration", "name": name, "role": "worker",
+                            "iteration": t, "start": start, "end": start + d,
+                            "duration_s": d, "compute_s": 0.2})
+        start += d
+    (out / "a" / "measure").mkdir()
+    (out / "a" / "measure" / "records.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    after = repredict(load_results(out), matrix)
+    half = interval_from_records(records, plans[0].warmup, "bsp")["half_width_s"]
+    assert half > 0
+    assert after.rows[0]["measured"]["mean_ci95_s"] == pytest.approx(half)
+    on_disk = json.loads((out / "results.json").read_text())
+    assert on_disk["scenarios"][0]["measured"]["mean_ci95_s"] == pytest.approx(half)

@@ -148,7 +148,7 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
     wait_works(pending, first, 0)
     start, start_wall = time.perf_counter(), time.time()
     wire0 = net.read()
-    total = total_iterations(spec)
+    total = total_iterations(spec, me["index"])
     cpu = CpuClock()
     for t in range(total):
         maybe_fault(fault, t, status)
@@ -313,7 +313,6 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
         shard: _Shard = AggregatedShard(spec, me["index"])
     else:
         shard = _Shard(spec, me["index"])
-    total = total_iterations(spec)
     fault = fault_for(me["name"])
     received: list[dict[int, dict[str, float]]] = [{} for _ in range(shard.workers)]
     init_group(spec, len(table))
@@ -323,7 +322,7 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
     def receiver(w: int) -> None:
         peer = worker_rank(table, w)
         buffers = {j: torch.empty_like(p) for j, p in shard.params.items()}
-        for t in range(total):
+        for t in range(total_iterations(spec, w)):
             recvs = [(j, dist.irecv(buffers[j], src=peer, tag=GRAD_TAG + shard.tensor_of[j]))
                      for (j, _s, _n) in shard.units_of[w]]
             began = time.perf_counter()
@@ -345,7 +344,7 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
                  for (j, _s, _n) in shard.units_forward_of[w]]  # version 0
         for work in works:
             work.wait()
-        for version in range(1, total + 1):
+        for version in range(1, total_iterations(spec, w) + 1):
             if w == 0:
                 maybe_fault(fault, version - 1, status)
             began_wall, began = time.time(), time.perf_counter()

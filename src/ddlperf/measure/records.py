@@ -271,6 +271,9 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     percentiles = {"iteration_time_s": spread(samples)}
     for name, its in steady.items():
         percentiles[f"iteration_time_s.{name}"] = spread([float(r["duration_s"]) for r in its])
+    from ddlperf.measure.mean_interval import mean_interval  # it reads this module
+
+    interval = mean_interval(steady)
     bottleneck = _bottleneck(workers, resources)
     if context["arch"] == "allreduce" and bottleneck in {r.name for r in resources}:
         bottleneck = f"ring ({bottleneck})"  # named as the predictors name it
@@ -290,6 +293,7 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
         notes=notes,
         percentiles=percentiles,
         kind="measurement",
+        uncertainty=None if interval is None else {"iteration_time_s": interval},
     )
 
 

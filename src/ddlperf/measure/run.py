@@ -33,6 +33,7 @@ from ddlperf.cluster import Cluster
 from ddlperf.errors import InputError
 from ddlperf.io import prepare_output_dir, write_atomic
 from ddlperf.measure import cpu_precedence, servers
+from ddlperf.measure.asp_counts import asp_iteration_counts, worker_totals
 from ddlperf.measure.counters import link_counts
 from ddlperf.measure.launcher import (
     RunFailed,
@@ -232,6 +233,8 @@ def measure(
         _check_real(sc)
     spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
                       model=model_name)
+    for index, count in asp_iteration_counts(sc, spec, cpu_quota).items():
+        spec["workers"][index]["iterations"] = count  # faster ASP workers run on meanwhile
     table = rank_table(spec)
     host_quotas, rank_quotas = split_quotas(table, dict(cpu_quota or {}))
     hosts = host_specs(sc, table, host_quotas)
@@ -337,9 +340,12 @@ def wire_check(spec: dict[str, Any], before: dict[str, int], after: dict[str, in
     loopback other``) at most 10% of that. A link is judged when it should carry, or did
     carry, at least 1 MB.
     """
-    total = int(spec["warmup"]) + int(spec["iterations"])
-    flows = expected_flows(spec, pushes=total,
-                           pulls=total + 1 if spec["arch"] == "ps" else total)
+    totals = worker_totals(spec)
+    flows = [f for total in set(totals.values())
+             for f in expected_flows(spec, pushes=total,
+                                     pulls=total + 1 if spec["arch"] == "ps" else total)
+             if totals.get(f.worker, total) == total]
+    total = max(totals.values())
     loads = {link: sum(by_worker.values()) for link, by_worker in link_loads(spec, flows).items()}
     delta = {link: after[link] - before.get(link, 0) for link in after}
     nics = [k for k in delta if not k.startswith("rack") and k.endswith(("uplink", "downlink"))]
@@ -491,6 +497,12 @@ def measurement_context(
                      + (f": {update_per_byte * 1e9:.3g} ns per gradient byte measured"
                         if update_per_byte else ""))
     notes += servers.notes(sc)
+    more = {w["name"]: w["iterations"] for w in spec["workers"] if "iterations" in w}
+    if more:
+        notes.append("ASP: faster workers ran on while the slowest finished ("
+                     + ", ".join(f"{n} {c}" for n, c in more.items())
+                     + f" iterations against {spec['iterations']}), so that every worker's "
+                     "steady iterations overlap")
     if skipped:
         notes.append(f"{skipped} unreadable record line(s) skipped")
     inputs = describe_inputs(sc, "measured")

@@ -110,8 +110,11 @@ def worker_rank(table: list[dict[str, Any]], worker: int) -> int:
     return next(e["rank"] for e in table if e["role"] == "worker" and e["index"] == worker)
 
 
-def total_iterations(spec: dict[str, Any]) -> int:
-    return int(spec["warmup"]) + int(spec["iterations"])
+def total_iterations(spec: dict[str, Any], worker: int | None = None) -> int:
+    """Warm-up plus measured iterations; under ASP a faster worker may run more (its own
+    ``iterations``, :mod:`ddlperf.measure.asp_counts`)."""
+    own = None if worker is None else spec["workers"][worker].get("iterations")
+    return int(spec["warmup"]) + int(spec["iterations"] if own is None else own)
 
 
 # ----------------------------------------------------------------------------- records

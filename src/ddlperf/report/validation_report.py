@@ -21,7 +21,8 @@ CSV_COLUMNS = [
     "scenario", "method", "status", "arch", "sync", "staleness", "sharding", "workers", "ps",
     "compute", "heterogeneous", "bandwidth_bps", "parameter_bytes", "batch_size", "predicted_s",
     "measured_s",
-    "error_pct", "measured_p5_s", "measured_p50_s", "measured_p95_s", "predicted_p5_s",
+    "error_pct", "measured_ci95_pct", "measured_p5_s", "measured_p50_s", "measured_p95_s",
+    "predicted_p5_s",
     "predicted_p95_s", "predicted_throughput", "measured_throughput", "throughput_error_pct",
     "bottleneck_predicted", "bottleneck_measured", "rates", "probe_max_deviation_pct",
     "wire_ok", "worst_worker", "worst_worker_error_pct", "worker_errors_pct", "note",
@@ -58,7 +59,8 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({
                 **base, "method": method, "predicted_s": p["iteration_time_s"],
                 "measured_s": m["iteration_time_s"], "error_pct": p["error_pct"],
-                "measured_p5_s": m.get("p5_s"), "measured_p50_s": m.get("p50_s"),
+                "measured_ci95_pct": _ci_pct(m), "measured_p5_s": m.get("p5_s"),
+                "measured_p50_s": m.get("p50_s"),
                 "measured_p95_s": m.get("p95_s"), "predicted_p5_s": p.get("p5_s"),
                 "predicted_p95_s": p.get("p95_s"),
                 "predicted_throughput": p["throughput_samples_per_s"],
@@ -72,6 +74,17 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 **_worker_columns(p.get("worker_error_pct") or {}),
             })
     return out
+
+
+def _ci_pct(measured: dict[str, Any]) -> float | None:
+    """The measured mean's 95% interval, ± percent of the mean (None: not known)."""
+    half, mean = measured.get("mean_ci95_s"), measured.get("iteration_time_s")
+    return 100.0 * half / mean if half is not None and mean else None
+
+
+def _ci_text(measured: dict[str, Any]) -> str:
+    pct = _ci_pct(measured)
+    return "" if pct is None else f" ±{pct:.1f}%"
 
 
 def _worker_columns(errors: dict[str, float]) -> dict[str, Any]:
@@ -163,7 +176,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
                      f"worst {s['worst_error_pct']:+.1f}% ({s['worst_scenario']}), "
                      f"{s['within_10pct']}/{s['scenarios']} within ±{TARGET_WORST_PCT:g}%"
                      + (f"; worst worker {s['worst_worker_error_pct']:+.1f}% "
-                        f"({s['worst_worker']})" if s.get("worst_worker") else ""))
+                        f"({s['worst_worker']})" if s.get("worst_worker") else "")
+                     + (f"; {s['beyond_interval']}/{s['with_interval']} beyond the measured "
+                        "mean's 95% interval" if s.get("with_interval") else ""))
     if summary.get("failed"):
         lines.append(f"failed: {', '.join(summary['failed'])}")
     return lines
@@ -357,7 +372,10 @@ METHOD_TEXT = """\
    per message.
 5. **Measurement.** The iteration time is the median step period per worker over the measured
    iterations (warm-up excluded), averaged over workers; p5–p95 spans all workers' steady
-   iterations. SSP is measured in steady state: from the moment every worker the staleness
+   iterations. ± is the 95% interval of that mean from batch means (each worker's steady
+   iterations cut into 5 consecutive blocks; `ddlperf.measure.mean_interval`): how far
+   another run's mean could fall, wide where the workers' phase arrangement matters (ASP with
+   shared links). SSP is measured in steady state: from the moment every worker the staleness
    bound holds was first held (before that a faster worker is still catching up), with a note
    when the run is too short. The bytes on every bridge port are checked against the expected
    volume.
@@ -365,6 +383,11 @@ METHOD_TEXT = """\
    ASP and SSP workers each have their own period: each worker's error is listed too, and
    the summary gives the worst one.
 """
+
+
+def _beyond_text(s: dict[str, Any]) -> str:
+    judged = s.get("with_interval")
+    return f"{s['beyond_interval']}/{judged}" if judged else "-"
 
 
 def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any], *,
@@ -390,8 +413,9 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
     if command:
         lines += ["", "Regenerate (root needed):", "", "```bash", command, "```"]
     lines += ["", "## Summary", "",
-              "| method | scenarios | MAPE | worst error | within ±10% | worst worker |",
-              "| --- | ---: | ---: | --- | ---: | --- |"]
+              "| method | scenarios | MAPE | worst error | within ±10% | worst worker | "
+              "error beyond the measured mean's 95% interval |",
+              "| --- | ---: | ---: | --- | ---: | --- | ---: |"]
     for method in METHODS:
         s = summary.get(method)
         if s:
@@ -399,14 +423,16 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
                        if s.get("worst_worker") else "-")
             lines.append(f"| {method} | {s['scenarios']} | {s['mape_pct']:.1f}% | "
                          f"{s['worst_error_pct']:+.1f}% ({s['worst_scenario']}) | "
-                         f"{s['within_10pct']}/{s['scenarios']} | {hardest} |")
+                         f"{s['within_10pct']}/{s['scenarios']} | {hardest} | "
+                         f"{_beyond_text(s)} |")
     if summary.get("failed"):
         lines += ["", f"Failed runs (not in the summary): {', '.join(summary['failed'])}."]
     lines += ["", f"![predicted vs measured iteration time]({png})", "",
               f"Data: [{csv_name}]({csv_name}) (one row per scenario and method).", "",
               "## Scenarios", "",
               "Iteration times in seconds; errors relative to the measurement.", "",
-              "| # | scenario | setup | measured (p5–p95) | analytic | simulate | bottleneck "
+              "| # | scenario | setup | measured ±95% interval of the mean (p5–p95) | analytic "
+              "| simulate | bottleneck "
               "measured / analytic / simulate | probe dev. |",
               "| ---: | --- | --- | --- | --- | --- | --- | ---: |"]
     for i, r in enumerate(rows, 1):
@@ -419,7 +445,7 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
         a, s = p.get("analytic", {}), p.get("simulate", {})
         dev = m.get("probe_max_deviation_pct")
         lines.append(
-            f"| {i} | {r['name']} | {setup} | {_secs(m['iteration_time_s'])} "
+            f"| {i} | {r['name']} | {setup} | {_secs(m['iteration_time_s'])}{_ci_text(m)} "
             f"({_secs(m.get('p5_s'))}–{_secs(m.get('p95_s'))}) | "
             f"{_secs(a.get('iteration_time_s'))} ({_err(a.get('error_pct'))}) | "
             f"{_secs(s.get('iteration_time_s'))} ({_err(s.get('error_pct'))}) | "

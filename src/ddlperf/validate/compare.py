@@ -45,6 +45,23 @@ def probe_deviation(measurement: Prediction) -> float | None:
     return worst
 
 
+def mean_ci95_s(measurement: Prediction) -> float | None:
+    """Half-width of the 95% interval of the measured mean iteration time (batch means over
+    consecutive blocks of iterations, :mod:`ddlperf.measure.mean_interval`), if known."""
+    interval = (measurement.uncertainty or {}).get("iteration_time_s") or {}
+    half = interval.get("half_width_s")
+    return None if half is None else float(half)
+
+
+def beyond_interval(row: dict[str, Any], method: str) -> bool | None:
+    """Is the method's error larger than the measured mean's own 95% interval (None: the
+    measurement has none)?"""
+    half, measured = row["measured"].get("mean_ci95_s"), row["measured"]["iteration_time_s"]
+    if half is None or not measured:
+        return None
+    return abs(row["predicted"][method]["error_pct"]) > 100.0 * half / measured
+
+
 def compare(plan_info: dict[str, Any], measurement: Prediction,
             predictions: dict[str, Prediction]) -> dict[str, Any]:
     """One result row: the measurement's headline numbers and, per method, the prediction and
@@ -66,6 +83,7 @@ def compare(plan_info: dict[str, Any], measurement: Prediction,
             "probe_max_deviation_pct": None if deviation is None else 100 * deviation,
             "ps_update_s_per_byte": info.get("ps_update_s_per_byte"),
             "out": info.get("out"),
+            "mean_ci95_s": mean_ci95_s(measurement),
         },
         "predicted": {},
     }
@@ -112,10 +130,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         worst = max(errors, key=lambda e: abs(e[1]))
         mape = sum(abs(e) for _n, e in errors) / len(errors)
         within = sum(1 for _n, e in errors if abs(e) <= TARGET_WORST_PCT)
+        judged = [b for b in (beyond_interval(r, method) for r in ok
+                              if method in r.get("predicted", {})) if b is not None]
         out[method] = {
             "scenarios": len(errors), "mape_pct": mape, "worst_abs_error_pct": abs(worst[1]),
             "worst_error_pct": worst[1], "worst_scenario": worst[0],
             "within_10pct": within, "mean_error_pct": sum(e for _n, e in errors) / len(errors),
+            "with_interval": len(judged), "beyond_interval": sum(judged),
         }
         workers = [(f"{r['name']} {w}", e) for r in ok if method in r.get("predicted", {})
                    for w, e in (r["predicted"][method].get("worker_error_pct") or {}).items()]

@@ -38,6 +38,19 @@ def _workload(plan: Plan, directory: Path) -> Workload:
     return Workload.from_dict(json.loads(path.read_text()), field=str(path))
 
 
+def _recorded_interval(plan: Plan, directory: Path) -> float | None:
+    """The measured mean's 95% half-width, from the run's own per-iteration records."""
+    from ddlperf.measure.mean_interval import interval_from_records
+
+    path = directory / "measure" / "records.jsonl"
+    if not path.is_file():
+        return None
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    sync = plan.strategy.sync if plan.strategy.arch == "ps" else None
+    interval = interval_from_records(records, plan.warmup, sync)
+    return None if interval is None else float(interval["half_width_s"])
+
+
 def _predict_row(plan: Plan, row: dict[str, Any], directory: Path
                  ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The row with new predictions, and each method's full prediction (for its JSON file)."""
@@ -49,6 +62,9 @@ def _predict_row(plan: Plan, row: dict[str, Any], directory: Path
     cluster = Cluster.from_dict(row["inputs"]["predict_cluster"],
                                 field=f"{plan.name}: inputs.predict_cluster")
     measured = row["measured"]
+    if "mean_ci95_s" not in measured:  # a run from before the interval was recorded
+        measured = {**measured, "mean_ci95_s": _recorded_interval(plan, directory)}
+        row = {**row, "measured": measured}
     predicted: dict[str, Any] = {}
     full: dict[str, Any] = {}
     for method in METHODS:
