@@ -23,6 +23,7 @@ from typing import Any
 from ddlperf.api import make_cluster, make_workload
 from ddlperf.errors import InputError
 from ddlperf.io import write_atomic
+from ddlperf.measure.asp_counts import asp_iteration_counts
 from ddlperf.measure.launcher import MASTER_PORT, torchrun_commands
 from ddlperf.measure.records import read_records, summarize, write_summary
 from ddlperf.measure.run import (
@@ -87,6 +88,8 @@ def torchrun_plan(
     model_name = model_for_real(sc, model) if compute == "real" else None
     spec = build_spec(sc, compute=compute, iterations=iterations, warmup=warmup,
                       model=model_name, backend=backend)
+    for index, count in asp_iteration_counts(sc, spec).items():
+        spec["workers"][index]["iterations"] = count  # faster ASP workers run on meanwhile
     run_dir = prepare_out(out)
     spec["records"] = "records.jsonl"
     commands = torchrun_commands(spec, SPEC_FILE, hosts, port=port, interface=interface)
