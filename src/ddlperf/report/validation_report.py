@@ -375,7 +375,8 @@ METHOD_TEXT = """\
    iterations. ± is the 95% interval of that mean from batch means (each worker's steady
    iterations cut into 5 consecutive blocks; `ddlperf.measure.mean_interval`): how far
    another run's mean could fall, wide where the workers' phase arrangement matters (ASP with
-   shared links). SSP is measured in steady state: from the moment every worker the staleness
+   shared links; for deterministic rows it is a few tenths of a percent, so an error beyond
+   it is the model's). SSP is measured in steady state: from the moment every worker the staleness
    bound holds was first held (before that a faster worker is still catching up), with a note
    when the run is too short. The bytes on every bridge port are checked against the expected
    volume.
