@@ -24,14 +24,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ddlperf.predictors.simulate.compute import OpRecord
+from ddlperf.predictors.simulate.flows import checked_path
 from ddlperf.predictors.simulate.network import Flow, Link, Network
 
 
 class Connection:
     """FIFO message stream over ``links``; ``weight`` identical senders move together."""
 
-    __slots__ = ("_deliver", "_early", "_latency", "_links", "_net", "_queue", "_weight", "flow",
-                 "log", "name")
+    __slots__ = ("_deliver", "_early", "_engine", "_latency", "_links", "_net", "_queue",
+                 "_weight", "flow", "log", "name")
 
     def __init__(
         self, net: Network, links: Sequence[Link], weight: float, latency: float,
@@ -41,8 +42,8 @@ class Connection:
         """``deliver(payload)`` at each message's arrival, or with ``early``
         ``deliver(payload, arrival)`` at the end of its last byte."""
         self._net = net
-        self._links = tuple(links)
-        self._weight = weight
+        self._engine = net.engine
+        self._links, self._weight = checked_path(links, weight)
         self._latency = latency
         self._deliver = deliver
         self._early = early
@@ -56,8 +57,8 @@ class Connection:
         """Queue a message; ``deliver(payload)`` is called when it has arrived."""
         tag = (payload, label, iteration)
         if self.flow is None and not self._queue:
-            self.flow = self._net.start(size, self._links, weight=self._weight,
-                                        on_complete=self._ended, tag=tag, follow=self._follow)
+            self.flow = self._net.start_checked(size, self._links, self._weight, self._ended,
+                                                tag, self._follow)
         else:
             self._queue.append((size, tag, 0.0))  # ready: every queued message is
 
@@ -66,32 +67,32 @@ class Connection:
         """Queue a message that is ready at ``ready`` (>= now and >= the ready time of every
         message queued before it): the same as :meth:`send` called then."""
         if self.flow is None and not self._queue:
-            if ready <= self._net.engine.now:
+            if ready <= self._engine.now:
                 self.send(size, payload, label, iteration)
                 return
-            self._net.engine.post(ready, self._start_ready)
+            self._engine.post(ready, self._start_ready)
         self._queue.append((size, (payload, label, iteration), ready))
 
     def _start_ready(self) -> None:
         """The first waiting message of an idle connection is ready: send it."""
         size, tag, _ = self._queue.popleft()
-        self.flow = self._net.start(size, self._links, weight=self._weight,
-                                    on_complete=self._ended, tag=tag, follow=self._follow)
+        self.flow = self._net.start_checked(size, self._links, self._weight, self._ended, tag,
+                                            self._follow)
 
     def _follow(self, flow: Flow) -> tuple[float, Any, float] | None:
         """A message's last byte is sent: deliver it (α later) and hand over the next one, if
         one is ready."""
-        payload, label, iteration = flow.tag
-        engine = self._net.engine
+        engine = self._engine
         now = engine.now
         if self.log is not None:
+            _, label, iteration = flow.tag
             self.log.append((label, flow.start_time, now, iteration))
         if self._early:
-            self._deliver(payload, now + self._latency)
+            self._deliver(flow.tag[0], now + self._latency)
         elif self._latency > 0.0:
-            engine.post(now + self._latency, self._deliver, payload)
+            engine.post(now + self._latency, self._deliver, flow.tag[0])
         else:
-            self._deliver(payload)
+            self._deliver(flow.tag[0])
         queue = self._queue
         if queue and queue[0][2] <= now:
             return queue.popleft()  # (size, tag, ready)
@@ -101,7 +102,7 @@ class Connection:
         self.flow = None
         queue = self._queue
         if queue:  # queued while the last message was being delivered, or not ready yet
-            if queue[0][2] > self._net.engine.now:
-                self._net.engine.post(queue[0][2], self._start_ready)
+            if queue[0][2] > self._engine.now:
+                self._engine.post(queue[0][2], self._start_ready)
             else:
                 self._start_ready()
