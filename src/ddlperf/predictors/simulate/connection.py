@@ -66,12 +66,13 @@ class Connection:
                 iteration: int = -1) -> None:
         """Queue a message that is ready at ``ready`` (>= now and >= the ready time of every
         message queued before it): the same as :meth:`send` called then."""
-        if self.flow is None and not self._queue:
+        queue = self._queue
+        if not queue and self.flow is None:
             if ready <= self._engine.now:
                 self.send(size, payload, label, iteration)
                 return
             self._engine.post(ready, self._start_ready)
-        self._queue.append((size, (payload, label, iteration), ready))
+        queue.append((size, (payload, label, iteration), ready))
 
     def _start_ready(self) -> None:
         """The first waiting message of an idle connection is ready: send it."""

@@ -153,13 +153,7 @@ class Worker:
         j = stop[i]
         if j > i and self._gated:
             # Gates only open during an iteration: open now means open when the op starts.
-            k = i
-            while k < j:
-                kind, layer = ops[k + 1]
-                if kind == FWD and not self.layer_ready(layer):
-                    break
-                k += 1
-            j = k
+            j = self.open_until(i, j)
         self._until = j
         times = self._times
         if j == i:
@@ -183,6 +177,18 @@ class Worker:
         labels = self.labels
         records = [(labels[k], ends[k - i], ends[k - i + 1], t) for k in range(i, j + 1)]
         self.processor.run_chain(ends[-1], self._done, records)
+
+    def open_until(self, i: int, j: int) -> int:
+        """The last operation ``k`` of ``i`` … ``j`` such that the forward gates of
+        operations ``i + 1`` … ``k`` are open now (models may answer it faster)."""
+        ops = self.ops
+        k = i
+        while k < j:
+            kind, layer = ops[k + 1]
+            if kind == FWD and not self.layer_ready(layer):
+                break
+            k += 1
+        return k
 
     def _chain_stops(self) -> list[int]:
         """Per operation ``i``: the first operation ``j >= i`` whose end others may see.
