@@ -394,8 +394,7 @@ class PSModel:
                 return
             self.pending[k][j] = self.n_workers
             u = -1
-        size = self.part_bytes[j][k]
-        duration = size * self.shard_update[k]
+        duration = self.part_bytes[j][k] * self.shard_update[k]
         if duration <= 0.0:
             self.engine.post(arrival, self._updated, j, k, u, t, 0.0)
             return
@@ -403,9 +402,8 @@ class PSModel:
         if self.pull_ahead:  # (u >= 0: ASP or SSP) what _updated does at the end, told now
             end = proc.book(arrival, duration)
             self.update_busy.booked(k, end, duration, self.engine.now)
-            if self.gate is None:  # (_pull_at, inlined)
-                self.pull_conn[k][u].send_at(end, size, (j, u, t),  # type: ignore[union-attr]
-                                             self.tensor_names[j], t)
+            if self.gate is None:
+                self._pull_at(j, k, u, t, end)
             else:  # the gate sees a shard's updates in the order they end, as before
                 self._at = end
                 self.gate.applied((j, k), k, u, end)
