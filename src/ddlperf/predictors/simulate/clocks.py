@@ -146,6 +146,7 @@ def apply_levels(net: Network, flows: dict[Flow, None], links: dict[Link, None],
             link._bn[flow] = None  # type: ignore[union-attr]
             link._bw += flow.weight  # type: ignore[union-attr]
             flow._bn = link
+            flow._others = tuple([x for x in flow.links if x is not link])
             _tag(net, link, flow, left)  # type: ignore[arg-type]
             changed[link] = None  # type: ignore[index]
         if link.level != flow._new:  # type: ignore[union-attr]
@@ -196,8 +197,8 @@ def quick_start(net: Network, flow: Flow) -> bool:
     top = level * (1.0 + TIE)
     for other in limit.flows:  # type: ignore[union-attr]
         if other._bn is limit:
-            for link in other.links:
-                if link._bn and link is not limit:
+            for link in other._others:
+                if link._bn:
                     return False
         elif other.rate > top and other is not flow:
             return False
@@ -208,16 +209,16 @@ def quick_start(net: Network, flow: Flow) -> bool:
     for other in limit._bn:  # type: ignore[union-attr]
         other.rate = level
         used = other.weight * drop
-        for link in other.links:
-            if link is not limit:
-                link._load -= used
-                if link._sat_since is not None:
-                    saturation(link, now)
+        for link in other._others:
+            link._load -= used
+            if link._sat_since is not None:
+                saturation(link, now)
     limit.level = level  # type: ignore[union-attr]
     limit._load += w * level - weight * drop  # type: ignore[union-attr]
     limit._bn[flow] = None  # type: ignore[union-attr]
     limit._bw += w  # type: ignore[union-attr]
     flow._bn = limit
+    flow._others = tuple([x for x in links if x is not limit])
     flow.rate = level
     _tag(net, limit, flow, flow.remaining)  # type: ignore[arg-type]
     used = w * level
@@ -244,27 +245,25 @@ def quick_end(net: Network, flow: Flow, limit: Link) -> bool:
         net._mark = mark = net._mark + 1
         for other in block:
             used = other.weight * rise
-            for link in other.links:
-                if link is not limit:
-                    if link._bn:
-                        return False
-                    if link._seen != mark:
-                        link._seen = mark
-                        link._rem = link._total - link._load
-                    link._rem -= used
-                    if link._rem < 0.0:
-                        return False
+            for link in other._others:
+                if link._bn:
+                    return False
+                if link._seen != mark:
+                    link._seen = mark
+                    link._rem = link._total - link._load
+                link._rem -= used
+                if link._rem < 0.0:
+                    return False
         limit._v += limit.level * (now - limit._vt)
         limit._vt = now
         limit.level = level = limit.level + rise
         for other in block:
             other.rate = level
             used = other.weight * rise
-            for link in other.links:
-                if link is not limit:
-                    link._load += used
-                    if link._total - link._load <= SATURATED * link._total:
-                        saturation(link, now)
+            for link in other._others:
+                link._load += used
+                if link._total - link._load <= SATURATED * link._total:
+                    saturation(link, now)
         limit._load += limit._bw * rise
         _rewake(net, limit)
     for link in flow.links:

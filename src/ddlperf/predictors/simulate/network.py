@@ -381,6 +381,7 @@ class Network:
                     del flow._bn._bn[flow]
                 bottleneck._bn[flow] = None  # type: ignore[union-attr]
                 flow._bn = bottleneck
+                flow._others = tuple([x for x in flow.links if x is not bottleneck])
             new = flow._new
             old = flow.rate
             if new == old:
