@@ -7,9 +7,11 @@ different rounding; and the dense numpy water-filling.
 
 from __future__ import annotations
 
+from heapq import heapify, heapreplace
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import ks_2samp
 
@@ -74,6 +76,24 @@ def test_a_freed_link_that_limits_someone_is_left_to_the_fill() -> None:
     assert [f.rate for f in (b, c, d)] == pytest.approx([4.0, 4.0, 6.0], rel=1e-12)
     assert net.quick == quick
     assert net.sent(b) == pytest.approx(10.0 + 4.0, rel=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 50).map(float), min_size=1, max_size=40), st.integers(0, 50))
+def test_a_next_tag_before_both_children_of_the_root_is_where_heapreplace_leaves_it(
+        tags: list[float], new: int) -> None:
+    # clocks.finish puts a flow's next finish tag at the root of its link's heap without a
+    # sift when it precedes both children: the layout heapreplace leaves (ties in the tags
+    # broken by the sequence number, as in the link heaps).
+    heap = [[t, i, None] for i, t in enumerate(tags)]
+    heapify(heap)
+    entry = [float(new), len(tags), None]
+    n = len(heap)
+    assume((n < 2 or entry < heap[1]) and (n < 3 or entry < heap[2]))
+    want = list(heap)
+    heapreplace(want, entry)
+    heap[0] = entry
+    assert heap == want
 
 
 _caps = st.sampled_from([10.0, 20.0, 35.0, 80.0, 100.0])

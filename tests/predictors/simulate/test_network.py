@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddlperf.predictors.simulate.engine import Engine
+from ddlperf.predictors.simulate.flows import checked_path
 from ddlperf.predictors.simulate.network import Flow, Link, Network, max_min_rates
 
 
@@ -502,3 +503,24 @@ def test_local_reallocation_falls_back_when_the_change_spreads() -> None:
     eng.run(until=1.0)
     assert [f.rate for f in (a, b, d, c)] == pytest.approx([10 / 3] * 3 + [8 - 10 / 3])
     assert net.local_misses == 1
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_a_checked_start_runs_as_start(local: bool) -> None:
+    # Network.start_checked (for a connection, which checks its path once): the same flow,
+    # rates and end times as start().
+    got = []
+    for checked in (False, True):
+        eng = Engine()
+        net = Network(eng, local=local)
+        a, b = net.add_link(100.0), net.add_link(50.0)
+        first = net.start(300.0, [a])
+        if checked:
+            path, weight = checked_path([a, b], 2)
+            flow = net.start_checked(200, path, weight, None, "x", None)
+        else:
+            flow = net.start(200, [a, b], weight=2, tag="x")
+        eng.run()
+        got.append((first.end_time, flow.end_time, flow.weight, flow.size, flow.tag))
+        assert type(flow.size) is float and type(flow.weight) is float
+    assert got[0] == got[1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -454,3 +456,28 @@ def test_noisy_ps_runs_save_events_and_equal_the_per_flow_network(monkeypatch, n
         assert counts["self"] > 0
     if name == "ssp-mixed":
         assert exact.breakdown_s["wait"] > 0.0  # the bound held someone
+
+
+_times = st.sampled_from([0.5, 1.0, 1.5])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_a_chains_forward_gates_stop_where_layer_ready_says(data) -> None:
+    # PSWorker.open_until (layer_ready inlined) against Worker.open_until, which asks
+    # layer_ready per operation: random parts missing and arrivals, overlap on and off.
+    from ddlperf.predictors.simulate.ps import PSWorker
+    from ddlperf.predictors.simulate.worker import BWD, FWD, Worker
+
+    n = data.draw(st.integers(1, 5))
+    worker = object.__new__(PSWorker)
+    worker.engine = Engine(start=1.0)
+    worker.ops = [(FWD, layer) for layer in range(n)] + [(BWD, n - 1 - k) for k in range(n)]
+    worker.model = SimpleNamespace(overlap=data.draw(st.booleans()))
+    worker.missing = data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    worker.ready_at = data.draw(st.lists(_times, min_size=n, max_size=n))
+    worker.missing_total = data.draw(st.integers(0, 1))
+    worker.ready_total = data.draw(_times)
+    i = data.draw(st.integers(0, 2 * n - 1))
+    j = data.draw(st.integers(i, 2 * n - 1))
+    assert worker.open_until(i, j) == Worker.open_until(worker, i, j)

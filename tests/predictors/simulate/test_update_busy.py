@@ -73,3 +73,15 @@ def test_a_long_backlog_of_bookings_counts_the_same_sums(count: int, stop: float
             by_events.ended(0, end, d)
     assert booked.seconds(0, stop) == by_events.seconds(0, stop)
     assert stop - 0.6 < booked.seconds(0, stop) < stop - 0.5
+
+
+def test_counted_bookings_are_dropped_so_memory_stays_bounded() -> None:
+    # 5000 bookings, each ending 1 s after it is booked: the ended ones are counted and
+    # dropped every 1024 bookings; the sum is the one of the end events.
+    busy, by_events = UpdateBusy(1), UpdateBusy(1)
+    for k in range(5000):
+        busy.booked(0, k + 1.0, 0.25 + (k % 3) * 0.25, now=float(k))
+        assert len(busy._ends[0]) <= 1025
+    for k in range(5000):
+        by_events.ended(0, k + 1.0, 0.25 + (k % 3) * 0.25)
+    assert busy.seconds(0, 5000.0) == by_events.seconds(0, 5000.0)
