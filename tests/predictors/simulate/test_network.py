@@ -505,6 +505,24 @@ def test_local_reallocation_falls_back_when_the_change_spreads() -> None:
     assert net.local_misses == 1
 
 
+def test_a_spreading_change_is_settled_by_a_wider_local_fill() -> None:
+    # As above, with c also crossing L2 = 100, which g fills. d joins L0: c grows, so g
+    # shrinks. The local step (L0's flows) fails its check; refills with the links where it
+    # failed added give the max-min rates, without the fill over the whole component.
+    eng = Engine()
+    net = Network(eng, local=True)
+    l0, l1, l2 = net.add_link(10.0), net.add_link(8.0), net.add_link(100.0)
+    a, b, c = net.start(1e6, [l0]), net.start(1e6, [l0, l1]), net.start(1e6, [l1, l2])
+    g = net.start(1e6, [l2])
+    eng.run(until=0.5)
+    assert (a.rate, b.rate, c.rate, g.rate) == (6.0, 4.0, 4.0, 96.0)
+    d = net.start(1e6, [l0])
+    eng.run(until=1.0)
+    assert [f.rate for f in (a, b, d, c)] == pytest.approx([10 / 3] * 3 + [8 - 10 / 3])
+    assert g.rate == pytest.approx(100 - (8 - 10 / 3))
+    assert net.local_misses == 1 and net.widened == 1
+
+
 @pytest.mark.parametrize("local", [False, True])
 def test_a_checked_start_runs_as_start(local: bool) -> None:
     # Network.start_checked (for a connection, which checks its path once): the same flow,

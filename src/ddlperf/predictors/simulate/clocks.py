@@ -15,7 +15,8 @@ moving one completion event per flow cost half of the run. Here:
   conditions of :func:`quick_start` / :func:`quick_end` hold, that level *is* the max-min
   allocation (unique), so it is set without a fill; otherwise nothing is touched and
   :class:`~.network.Network` refills the flows on the changed links and checks the result
-  (:func:`local_is_fair`), falling back to the whole component, as before.
+  (:func:`unfair_links`), widening the refill to the links where the check failed, and
+  falling back to the whole component, as before, when that does not settle it either.
 
 Only runs with noise use this mode: the clock arithmetic rounds differently from per-flow
 bookkeeping, and noiseless runs keep bit-identical ties between identical workers.
@@ -303,11 +304,14 @@ def _rewake(net: Network, link: Link) -> None:
     wake(net, link)
 
 
-def local_is_fair(flows: dict[Flow, None], seeds: dict[Link, None], stamp: int) -> bool:
-    """Is the local fill max-min fair network-wide? Flows off the local links kept their
-    rates and limits; what can break: a recomputed flow whose new bottleneck also carries a
-    faster flow that was not recomputed, or a flow limited by a link whose load changed and
-    that is no longer saturated or now carries a faster recomputed flow."""
+def unfair_links(flows: dict[Flow, None], seeds: dict[Link, None],
+                 stamp: int) -> dict[Link, None]:
+    """Where the local fill is not max-min fair network-wide (empty: it is). Flows off the
+    local links kept their rates and limits; what can break: a recomputed flow whose new
+    bottleneck also carries a faster flow that was not recomputed, or a flow limited by a
+    link whose load changed and that is no longer saturated or now carries a faster
+    recomputed flow. Returned: those links (refilling their flows too may settle it)."""
+    bad: dict[Link, None] = {}
     touched: dict[Link, None] = dict(seeds)  # links whose load may have changed
     for flow in flows:
         new = flow._new
@@ -317,21 +321,26 @@ def local_is_fair(flows: dict[Flow, None], seeds: dict[Link, None], stamp: int) 
                 touched[other] = None
         elif link is flow._bn:
             continue  # same rate, same bottleneck, on which nobody else got faster
-        if link in seeds:
+        if link in seeds or link in bad:
             continue  # every flow there was recomputed
         limit = new * (1.0 + TIE)
         for other in link.flows:  # type: ignore[union-attr]
             if other._loc != stamp and other.rate > limit:
-                return False
+                bad[link] = None  # type: ignore[index]
+                break
     for link in touched:
+        if link in bad:
+            continue
         top = -1.0
         for other in link._bn:
             if other._loc == stamp:
                 continue
             if link._rem > SATURATED * link._total:
-                return False
+                bad[link] = None
+                break
             if top < 0.0:
                 top = max([f._new for f in link.flows if f._loc == stamp], default=0.0)
             if top > other.rate * (1.0 + TIE):
-                return False
-    return True
+                bad[link] = None
+                break
+    return bad

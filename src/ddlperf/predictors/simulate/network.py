@@ -36,9 +36,9 @@ from typing import Any
 from ddlperf.predictors.simulate.clocks import (
     apply_levels,
     bytes_left,
-    local_is_fair,
     quick_end,
     quick_start,
+    unfair_links,
 )
 from ddlperf.predictors.simulate.engine import Engine
 from ddlperf.predictors.simulate.flows import (
@@ -53,6 +53,9 @@ from ddlperf.predictors.simulate.flows import (
 from ddlperf.predictors.simulate.maxmin import SATURATED as _SATURATED
 from ddlperf.predictors.simulate.maxmin import TIE as _TIE
 from ddlperf.predictors.simulate.maxmin import max_min_dense, max_min_rates
+
+#: local mode: refills with the links where the check failed added, before the component
+WIDEN = 3
 
 __all__ = ["Flow", "Link", "Network", "Nic", "max_min_dense", "max_min_rates"]
 
@@ -73,6 +76,7 @@ class Network:
         self.flows_completed = 0
         self.reallocations = 0
         self.local_misses = 0  # reallocations the local step could not settle (see _reallocate)
+        self.widened = 0  # ... of which a wider local fill settled (the rest: the component)
         self._n_active = 0
         self._dirty: dict[Link, None] = {}  # links whose flow set changed since the last realloc
         self._realloc_pending = False
@@ -241,10 +245,11 @@ class Network:
         :func:`.clocks.quick_end`); then locally: recompute only the flows on the dirty links,
         against what the other flows leave of each link, and check the result is max-min fair
         for the whole network (every flow limited by a saturated link on which no flow is
-        faster, see :func:`.clocks.local_is_fair`). The max-min fair allocation is unique, so
+        faster, see :func:`.clocks.unfair_links`). The max-min fair allocation is unique, so
         a local result that passes is the allocation. When the change reaches further (a flow
-        that speeds up takes capacity another flow was limited by), the whole connected
-        component is recomputed, as always before (and always outside local mode).
+        that speeds up takes capacity another flow was limited by), the fill is run again with
+        the links where the check failed added (up to ``WIDEN`` times), and only then over the
+        whole connected component, as always before (and always outside local mode).
         """
         self._realloc_pending = False
         self.reallocations += 1
@@ -270,37 +275,55 @@ class Network:
                 self._fill(links, stamp)
             self._apply(flows, links)
             return
-        flows = {}
-        for link in seeds:
-            for flow in link.flows:
-                flows[flow] = None
-        links = {}
+        flows, links = self._local(seeds, stamp)
         if flows:
-            for flow in flows:
-                flow._loc = stamp
-                for link in flow.links:
-                    if link not in links:
-                        links[link] = None
-                        link._rem = link._total - link._load
-                        link._w = 0.0
-                        link._n = 0
-            for flow in flows:
-                w = flow.weight
-                used = w * flow.rate
-                for link in flow.links:
-                    link._rem += used
-                    link._w += w
-                    link._n += 1
             self._fill(links, stamp)
-            if not local_is_fair(flows, seeds, stamp):
+            bad = unfair_links(flows, seeds, stamp)
+            if bad:
                 self.local_misses += 1
-                flows, links = self._component(seeds, stamp)
-                self._fill(links, stamp)
+                for _ in range(WIDEN):
+                    # Refill with the links where the check failed added (their flows too).
+                    seeds = {**seeds, **bad}
+                    flows, links = self._local(seeds, stamp)
+                    self._fill(links, stamp)
+                    bad = unfair_links(flows, seeds, stamp)
+                    if not bad:
+                        self.widened += 1
+                        break
+                else:
+                    flows, links = self._component(seeds, stamp)
+                    self._fill(links, stamp)
         for link in seeds:
             if link not in links:
                 links[link] = None  # emptied: nothing to allocate, but saturation to close
                 link._rem = link._total
         self._apply(flows, links)
+
+    def _local(self, seeds: dict[Link, None],
+               stamp: int) -> tuple[dict[Flow, None], dict[Link, None]]:
+        """The flows on ``seeds`` and their links, set up for a fill against what the other
+        flows leave of each link."""
+        flows: dict[Flow, None] = {}
+        for link in seeds:
+            for flow in link.flows:
+                flows[flow] = None
+        links: dict[Link, None] = {}
+        for flow in flows:
+            flow._loc = stamp
+            for link in flow.links:
+                if link not in links:
+                    links[link] = None
+                    link._rem = link._total - link._load
+                    link._w = 0.0
+                    link._n = 0
+        for flow in flows:
+            w = flow.weight
+            used = w * flow.rate
+            for link in flow.links:
+                link._rem += used
+                link._w += w
+                link._n += 1
+        return flows, links
 
     def _component(self, seeds: dict[Link, None],
                    stamp: int) -> tuple[dict[Flow, None], dict[Link, None]]:
