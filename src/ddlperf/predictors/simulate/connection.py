@@ -48,14 +48,15 @@ class Connection:
         self._deliver = deliver
         self._early = early
         # (size, tag, ready time) of the messages waiting, in the order of their ready times
-        self._queue: deque[tuple[float, tuple[Any, str, int], float]] = deque()
+        self._queue: deque[tuple[float, Any, float]] = deque()
         self.flow: Flow | None = None
         self.name = name
         self.log = log
 
     def send(self, size: float, payload: Any, label: str = "", iteration: int = -1) -> None:
         """Queue a message; ``deliver(payload)`` is called when it has arrived."""
-        tag = (payload, label, iteration)
+        # A flow's tag: the payload, with the trace's label and iteration only where logged.
+        tag = payload if self.log is None else (payload, label, iteration)
         if self.flow is None and not self._queue:
             self.flow = self._net.start_checked(size, self._links, self._weight, self._ended,
                                                 tag, self._follow)
@@ -72,7 +73,8 @@ class Connection:
                 self.send(size, payload, label, iteration)
                 return
             self._engine.post(ready, self._start_ready)
-        queue.append((size, (payload, label, iteration), ready))
+        queue.append((size, payload if self.log is None else (payload, label, iteration),
+                      ready))
 
     def _start_ready(self) -> None:
         """The first waiting message of an idle connection is ready: send it."""
@@ -85,15 +87,17 @@ class Connection:
         one is ready."""
         engine = self._engine
         now = engine.now
-        if self.log is not None:
-            _, label, iteration = flow.tag
+        if self.log is None:
+            payload = flow.tag
+        else:
+            payload, label, iteration = flow.tag
             self.log.append((label, flow.start_time, now, iteration))
         if self._early:
-            self._deliver(flow.tag[0], now + self._latency)
+            self._deliver(payload, now + self._latency)
         elif self._latency > 0.0:
-            engine.post(now + self._latency, self._deliver, flow.tag[0])
+            engine.post(now + self._latency, self._deliver, payload)
         else:
-            self._deliver(flow.tag[0])
+            self._deliver(payload)
         queue = self._queue
         if queue and queue[0][2] <= now:
             return queue.popleft()  # (size, tag, ready)
