@@ -198,7 +198,7 @@ class Flow:
         self._new = 0.0  # scratch: rate from the current reallocation
         self._bn: Link | None = None  # the link that limits its rate (a bottleneck)
         self._nb: Link | None = None  # scratch: bottleneck from the current reallocation
-        self._others: tuple[Link, ...] = ()  # its links but ``_bn`` (set with ``_bn``)
+        self._others: tuple[Link, ...] = ()  # local mode: its links but ``_bn`` (set with it)
 
     @property
     def active(self) -> bool:

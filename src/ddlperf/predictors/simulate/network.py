@@ -403,8 +403,7 @@ class Network:
                 if flow._bn is not None:
                     del flow._bn._bn[flow]
                 bottleneck._bn[flow] = None  # type: ignore[union-attr]
-                flow._bn = bottleneck
-                flow._others = tuple([x for x in flow.links if x is not bottleneck])
+                flow._bn = bottleneck  # (``_others`` is read only in local mode)
             new = flow._new
             old = flow.rate
             if new == old:
