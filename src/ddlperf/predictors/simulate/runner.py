@@ -148,7 +148,8 @@ def predict_simulate(
                      "measured iterations of all replications")
     elif phased:
         notes.append(f"simulate: identical ASP workers keep their phase offsets, so each of "
-                     f"{runs_wanted} runs starts every worker (a server's GPUs together) at a "
+                     f"{runs_wanted} runs starts every worker (a server's GPUs together, and "
+                     f"two workers alone on every shard's link together) at a "
                      f"random phase (seed {opts['seed']}; runs are added, up to "
                      f"{max(reps, PHASE_DRAWS)}, until the mean's standard error is below "
                      f"{PHASE_SE:.1%}); the mean is reported, p5/p95 span the runs")
@@ -242,6 +243,24 @@ def phase_ranges(sc: Scenario, units: list) -> list[float]:
     return [cycles[id(u.group)] for u in units]
 
 
+def sharing_pair(sc: Scenario, units: list) -> set[int]:
+    """The two workers that alone share every shard's link, if any (their unit indices).
+
+    Two flows entering one fairly shared link d apart leave it d apart (the first has it alone
+    for d, both share it, the second has it alone for d), so under ASP two identical workers on
+    one link keep whatever offset they start with; with three or more the offsets change every
+    cycle ((d, d) → (2d, d/2)) and measured runs wander. Such a pair starts together, as the
+    trainers (and a real job) start every worker after one barrier; measured: the two remote
+    workers of a one-shard host stayed in lockstep for all 43 measured iterations."""
+    if any(u.count != 1 or u.group.gpus != 1 for u in units) or not sc.shards:
+        return set()
+    hosts = {s.host for s in sc.shards}
+    if len(hosts) != 1:
+        return set()
+    crossing = [u.index for u in units if u.hosts is None]
+    return set(crossing) if len(crossing) == 2 else set()
+
+
 class _Job:
     """What every replication of one prediction shares (handed to forked processes as is)."""
 
@@ -260,7 +279,9 @@ class _Job:
         if self.phase_ranges is None:
             return None
         rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
-        keys = [("server", u.server) if u.group.gpus > 1 else ("worker", u.first)
+        pair = sharing_pair(self.sc, self.units)
+        keys = [("server", u.server) if u.group.gpus > 1
+                else ("pair", 0) if u.index in pair else ("worker", u.first)
                 for u in self.units]
         phase: dict[tuple[str, int], float] = {}
         for key in keys:

@@ -1,0 +1,78 @@
+"""ASP start phases: two identical workers alone on every shard's link start together (their
+offset is neutral on a fairly shared link, and the trainers start every worker at once);
+three or more, and everything else, start at random phases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ddlperf.api import predict
+from ddlperf.api import scenario as api_scenario
+from ddlperf.predictors.simulate.run import simulate_once
+from ddlperf.predictors.simulate.runner import _Job, phase_ranges, sharing_pair
+from ddlperf.predictors.simulate.units import make_units
+from tests.conftest import make_workload
+
+WL = make_workload([(0.01, 0.02, [1_000_000])] * 8)
+
+
+def _units(**kw):
+    sc = api_scenario(workload=WL, sync="asp", bandwidth="200Mbps", **kw)
+    return sc, make_units(sc, individual=True)
+
+
+@pytest.mark.parametrize("kw,pair", [
+    (dict(workers=3, ps=1, placement="colocated"), {1, 2}),  # w1, w2 share w0's NIC
+    (dict(workers=2, ps=1), {0, 1}),  # both on the dedicated shard's link
+    (dict(workers=2, ps=2), {0, 1}),  # both on each of the two shards' links
+    (dict(workers=3, ps=1), set()),  # three share it
+    (dict(workers=4, ps=1, placement="colocated"), set()),
+    (dict(workers=3, ps=2, placement="colocated"), set()),  # shards on two hosts
+    (dict(workers=4, ps=1, gpus_per_node=2, intra="NVLink2"), set()),  # servers: their rule
+])
+def test_the_pair_is_found_only_where_two_workers_alone_share_every_shard_link(kw, pair):
+    sc, units = _units(**kw)
+    assert sharing_pair(sc, units) == pair
+
+
+def test_two_flows_on_one_link_keep_their_offset() -> None:
+    # the mechanism: started d apart, two identical ASP workers on one shard are d apart
+    # after every iteration (fluid fair sharing), so where they start is where they stay
+    sc, units = _units(workers=2, ps=1)
+    for d in (0.0, 0.013, 0.05):
+        r = simulate_once(sc, units, 0, 12, None, 0, 0, False, starts=[0.0, d])
+        ends = [s + np.cumsum(m.period) for s, m in zip([0.0, d], r.measures)]
+        assert np.allclose(ends[1] - ends[0], d, atol=1e-9)
+
+
+def test_three_flows_on_one_link_do_not() -> None:
+    sc, units = _units(workers=3, ps=1)
+    starts = [0.0, 0.01, 0.02]
+    r = simulate_once(sc, units, 0, 6, None, 0, 0, False, starts=starts)
+    ends = [s + np.cumsum(m.period) for s, m in zip(starts, r.measures)]
+    assert not np.allclose(np.diff([e[-1] for e in ends]), 0.01, atol=1e-3)
+
+
+def test_the_pair_starts_together_and_the_others_at_random_phases() -> None:
+    sc, units = _units(workers=3, ps=1, placement="colocated")
+    job = _Job(sc, units, 2, 10, None, 0, False, "coalesced", phase_ranges(sc, units))
+    for replication in range(4):
+        starts = job.starts(replication)
+        assert starts[1] == starts[2]
+        assert starts[0] != starts[1]
+    lone = _units(workers=4, ps=1)
+    job = _Job(lone[0], lone[1], 2, 10, None, 0, False, "coalesced",
+               phase_ranges(*lone))
+    assert len(set(job.starts(0))) == 4
+
+
+def test_the_pair_predicts_its_lockstep_period() -> None:
+    # the prediction of the colocated pair equals a run that starts the pair together
+    sc, units = _units(workers=3, ps=1, placement="colocated")
+    p = predict(workload=WL, workers=3, ps=1, placement="colocated", sync="asp",
+                bandwidth="200Mbps", method="simulate", iterations=20, warmup=3)
+    together = simulate_once(sc, units, 3, 20, None, 0, 0, False, starts=[0.0, 0.0, 0.0])
+    pair = {w.name: w.iteration_time_s for w in p.workers}
+    assert pair["w1"] == pytest.approx(float(together.measures[1].period.mean()), rel=0.02)
+    assert pair["w1"] == pytest.approx(pair["w2"], rel=1e-9)
