@@ -44,3 +44,16 @@ def test_many_groups_fit(width: int) -> None:
                                              (0.0000123, "0.0012%"), (1.0, "100.0%")])
 def test_percent_keeps_small_shares(share: float, text: str) -> None:
     assert percent(share) == text
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_a_measured_mean_shows_its_95_percent_interval(tmp_path: Path, width: int) -> None:
+    from dataclasses import replace
+
+    m = make_measurement(tmp_path, "emulated")
+    sure = replace(m, uncertainty={"iteration_time_s": {
+        "half_width_s": 0.042 * m.iteration_time_s, "batches": 5}})
+    text = " ".join(rendered(sure, width).split())
+    assert "mean ±4.2% (95%)" in text
+    assert max(len(line) for line in rendered(sure, width).splitlines()) <= width
+    assert "(95%)" not in rendered(replace(m, uncertainty=None), width)

@@ -36,6 +36,10 @@ def summary_table(p: Prediction, width: int) -> Table:
     pct = p.percentiles or {}
     it = pct.get("iteration_time_s")
     band = f"p5 {format_duration(it['p5'])} – p95 {format_duration(it['p95'])}" if it else ""
+    mean = (p.uncertainty or {}).get("iteration_time_s")
+    if mean and p.iteration_time_s > 0:  # a measurement: how sure its mean is
+        sure = f"mean ±{100 * mean['half_width_s'] / p.iteration_time_s:.1f}% (95%)"
+        band = f"{sure}, {band}" if band else sure
     single = p.single_worker
     total = p.iteration_time_s
     rows = [
