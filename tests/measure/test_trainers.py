@@ -1,10 +1,10 @@
 """The trainers on loopback (no root): PS BSP/ASP/SSP, even sharding, DDP, real compute,
-faults named by the launcher, and torchrun's rendezvous. Small models, few iterations."""
+faults named by the launcher, and torchrun's rendezvous (the BSP run). Small models, few
+iterations; every trainer process imports torch (seconds each), so runs are few."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,6 +18,7 @@ from ddlperf.measure.launcher import RunFailed, build_spec, run_emulated
 from ddlperf.measure.records import read_records, steady_state, worker_iterations
 from ddlperf.scenario import resolve
 from tests.conftest import make_workload as toy_workload
+from tests.conftest import needs_torchrun
 
 pytest.importorskip("torch")
 
@@ -83,8 +84,23 @@ def _check_iterations(records: list[dict[str, Any]], spec: dict[str, Any]) -> No
             assert r["payload_sent_bytes"] > 0 and "wire_sent_bytes" in r
 
 
+def _run_torchrun(tmp_path: Path, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ranks started by torchrun (its rendezvous, not the launcher's environment)."""
+    env_cmd = ["env", "GLOO_SOCKET_IFNAME=lo", "OMP_NUM_THREADS=1"]
+    ranks = len(spec["workers"]) + spec["shards"]
+    argv = [*env_cmd, "torchrun", "--nnodes=1", f"--nproc-per-node={ranks}",
+            f"--master-port={free_port()}", "-m", "ddlperf.measure.ps_trainer", "--spec",
+            str(tmp_path / "spec.json")]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records, skipped = read_records(tmp_path / "records.jsonl")
+    assert skipped == 0
+    return records
+
+
 @pytest.mark.parametrize("sync,staleness,ps,sharding,overlap", [
-    ("bsp", None, 1, "round_robin", True),
+    # BSP runs under torchrun: its rendezvous is checked on the same run (one start-up less)
+    pytest.param("bsp", None, 1, "round_robin", True, marks=needs_torchrun),
     ("asp", None, 1, "greedy", True),
     ("ssp", 1, 2, "even", False),  # every tensor sliced over both shards, no overlap
 ])
@@ -94,7 +110,7 @@ def test_ps_trainer_runs_every_sync_mode(tmp_path: Path, sync: str, staleness: i
                  overlap=overlap)
     if sharding == "even":
         assert all(len(parts) == 2 for parts in spec["parts"])
-    records = _run(tmp_path, spec)
+    records = _run_torchrun(tmp_path, spec) if sync == "bsp" else _run(tmp_path, spec)
     _check_iterations(records, spec)
     total = spec["iterations"] + spec["warmup"]
     serves = [r for r in records if r["type"] == "serve"]
@@ -128,8 +144,9 @@ def test_ddp_trainer(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_real_compute_ps(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, compute="real", model="mobilenet_v2", batch_size=2, iterations=1,
-                 warmup=1)
+    # one worker: the real-compute path is the same for each, and each rank loads the model
+    spec = _spec(tmp_path, workers=1, compute="real", model="mobilenet_v2", batch_size=2,
+                 iterations=1, warmup=1)
     records = _run(tmp_path, spec, timeout=120)
     _check_iterations(records, spec)
     assert {r["compute"] for r in records if r["type"] == "iteration"} == {"real CPU compute"}
@@ -151,19 +168,6 @@ def test_a_failing_worker_stops_the_run_and_is_named(tmp_path: Path, monkeypatch
             and r["type"] == "iteration"] == [0]  # what it did before failing is kept
     ps = subprocess.run(["pgrep", "-f", str(tmp_path / "spec.json")], capture_output=True)
     assert ps.stdout.strip() == b""  # every rank process is gone
-
-
-@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not installed")
-def test_trainer_runs_under_torchrun(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, iterations=1, warmup=1)
-    env_cmd = ["env", "GLOO_SOCKET_IFNAME=lo", "OMP_NUM_THREADS=1"]
-    argv = [*env_cmd, "torchrun", "--nnodes=1", "--nproc-per-node=3",
-            f"--master-port={free_port()}", "-m", "ddlperf.measure.ps_trainer", "--spec",
-            str(tmp_path / "spec.json")]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    records, _ = read_records(tmp_path / "records.jsonl")
-    _check_iterations(records, spec)
 
 
 def test_trainer_without_rendezvous_env_says_what_is_missing(tmp_path: Path) -> None:
