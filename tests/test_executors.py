@@ -1,5 +1,6 @@
 """Executors: results in input order, streamed; Ray and Dask on a local cluster of the engine
-give the same plan as this process; an engine that cannot be reached is one line."""
+give the same plan and sweep (``ddlperf sweep --executor``) as this process; an engine that
+cannot be reached is one line."""
 
 from __future__ import annotations
 
@@ -100,17 +101,41 @@ ENGINES = [
 ]
 
 
+def _sweep_csv(path, *extra: str) -> list[dict[str, str]]:
+    import csv
+
+    from typer.testing import CliRunner
+
+    import ddlperf.cli  # noqa: F401  (registers the commands)
+    from ddlperf.cli.app import app
+
+    result = CliRunner().invoke(app, ["sweep", "--workers", "1,2,4,8", "--ps", "1,2", "--sync",
+                                      "bsp,asp", "--csv", str(path), *extra])
+    assert result.exit_code == 0, result.output
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "module"), ENGINES)
-def test_engine_on_a_local_cluster_gives_the_same_plan(name, module):
+def test_engine_on_a_local_cluster_gives_the_same_plan_and_sweep(name, module, tmp_path):
+    """A plan, and ``ddlperf sweep --executor NAME --jobs 2``, on a local cluster of the engine
+    equal this process's. Starting a cluster (and warming its workers) is most of the time, so
+    the sweep joins the one started here: Ray's running in this process, Dask's by address."""
     import signal
 
     reference = _small_plan(Executor())
+    local_rows = _sweep_csv(tmp_path / "local.csv")
     handler = signal.getsignal(signal.SIGTERM)
     with make_executor(name, jobs=2) as executor:
         assert executor.name == name
-        result = _small_plan(executor)
+        address = (["--executor-address", executor._cluster.scheduler_address]
+                   if name == "dask" else [])
+        engine_rows = _sweep_csv(tmp_path / "engine.csv", "--executor", name, "--jobs", "2",
+                                 *address)
+        result = _small_plan(executor)  # last: a plan closes its executor
     _same_answers(reference, result)
+    assert engine_rows == local_rows
     assert signal.getsignal(signal.SIGTERM) == handler  # the engine left no handler behind
 
 

@@ -1,4 +1,5 @@
-"""``ddlperf sweep`` for big grids: streamed files, executors, HTML, Ctrl-C."""
+"""``ddlperf sweep`` for big grids: streamed files, HTML, Ctrl-C. ``--executor ray|dask`` is
+checked in tests/test_executors.py, on the engine cluster that test starts anyway."""
 
 from __future__ import annotations
 
@@ -90,23 +91,6 @@ def test_ctrl_c_keeps_the_finished_rows(tmp_path, monkeypatch):
     assert result.exit_code == 130
     assert "interrupted: 4 of 6 rows finished; they are in" in result.stderr
     assert len(_csv(out)) == 4
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("engine", [
-    pytest.param("ray", marks=pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                                                 reason="needs ray ('ddlperf[ray]')")),
-    pytest.param("dask", marks=pytest.mark.skipif(
-        importlib.util.find_spec("distributed") is None,
-        reason="needs dask.distributed ('ddlperf[dask]')")),
-])
-def test_sweep_on_a_local_engine_cluster_equals_local(tmp_path, engine):
-    args = ["--workers", "1,2,4,8", "--ps", "1,2", "--sync", "bsp,asp"]
-    assert invoke(*args, "--csv", str(tmp_path / "a.csv")).exit_code == 0
-    result = invoke(*args, "--csv", str(tmp_path / "b.csv"), "--executor", engine,
-                    "--jobs", "2")
-    assert result.exit_code == 0, result.output
-    assert _csv(tmp_path / "a.csv") == _csv(tmp_path / "b.csv")
 
 
 def test_progress_bar_on_request():
