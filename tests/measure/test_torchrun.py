@@ -1,6 +1,7 @@
 """``--launcher torchrun`` end to end on this machine: the printed per-host commands really run
 (three torchrun nodes on loopback, each in its own working directory, as on three machines),
-their records are copied back and ``--summarize`` turns them into a Measurement."""
+their records are copied back and ``--summarize`` turns them into a Measurement. A ring's
+torchrun nodes run (and are summarized) in tests/measure/test_remote.py, over ssh's stand-in."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 import ddlperf.cli  # noqa: F401  (registers the commands)
 from ddlperf.cli.app import app
 from ddlperf.measure.records import read_records
-from ddlperf.measure.torchrun import nic_check, summarize_torchrun
+from ddlperf.measure.torchrun import nic_check
 from ddlperf.prediction import Prediction
 from tests.conftest import assert_one_line_error, free_port, needs_torchrun, tiny_workload_dict
 
@@ -92,16 +93,6 @@ def test_summarize_merges_every_host_into_a_measurement(ps_run: Path) -> None:
     assert {r["type"] for r in shard} == {"serve"}
     text = runner.invoke(app, ["measure", "--summarize", str(ps_run)])
     assert text.exit_code == 0 and "records-ps0.jsonl" in text.stdout
-
-
-@needs_torchrun
-def test_ring_run_under_torchrun_is_summarized(tmp_path: Path) -> None:
-    out, plan = _plan(tmp_path, "--arch", "allreduce", hosts=2)
-    assert len(plan["commands"]) == 2
-    _run_hosts(tmp_path, out, plan)
-    m = summarize_torchrun(out)
-    assert [w.name for w in m.workers] == ["w0", "w1"]
-    assert m.inputs["measure"]["wire_check"]["ok"]
 
 
 @needs_torchrun
