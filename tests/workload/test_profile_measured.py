@@ -1,7 +1,7 @@
 """Measured workloads (and calibration to a measured step) of small torch models.
 
 Timing tests run small models with one thread. The machine may be shared, so the two
-properties that compare timings retry up to three times and pass on the first clean attempt.
+properties that compare timings retry (three or five times) and pass on the first clean attempt.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ def test_resnet18_parameters_and_provenance() -> None:
 
 
 def test_sum_of_layers_and_unattributed_matches_an_independent_step() -> None:
+    """The profiled step (layers + unattributed) is within 10% of a plain step timed just
+    before and just after it. The machine may change speed meanwhile (other work starting or
+    ending): the profile then lies between the two, so it is held to the range they span, and
+    an attempt whose before and after differ by more than 20% measured a moving machine, not
+    the profiler; it is retried like a failed one (five attempts, a clean pass needed)."""
     model, x = mlp(), mlp_input()
 
     def check() -> None:
@@ -80,10 +85,11 @@ def test_sum_of_layers_and_unattributed_matches_an_independent_step() -> None:
         layers = float(workload.forward_array.sum() + workload.backward_array.sum())
         if not workload.provenance["unattributed_clamped"]:
             assert layers + workload.unattributed_s == pytest.approx(step)  # by construction
-        independent = (before + after) / 2
-        assert abs(workload.compute_s - independent) <= 0.10 * independent
+        low, high = min(before, after), max(before, after)
+        assert high <= 1.2 * low, f"the machine changed speed: {before:.4f} s, {after:.4f} s"
+        assert 0.9 * low <= workload.compute_s <= 1.1 * high, (workload.compute_s, before, after)
 
-    _retry(check)
+    _retry(check, attempts=5)
 
 
 def test_two_profiles_agree_within_their_spread() -> None:
