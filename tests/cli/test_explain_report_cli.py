@@ -99,12 +99,15 @@ def test_analytic_explain_leaves_the_simulator_and_plots_unimported():
     assert _last_line_of_python(code) == "[]"
 
 
-def _saved_sweep_and_plan(tmp_path):
-    """Rows of a sweep as CSV and Parquet, and a plan's JSON, as the commands save them."""
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Rows of a sweep as CSV and Parquet, and a plan's JSON, as the commands save them: made
+    once for the module (a sweep and a plan), only read by the tests."""
     import yaml
 
     from tests.plan.conftest import TABLE
 
+    tmp_path = tmp_path_factory.mktemp("saved")
     csv_path, parquet = tmp_path / "rows.csv", tmp_path / "rows.parquet"
     args = ["sweep", "--workers", "1,2,4,8", "--ps", "1,2", "--bandwidth", "1Gbps,10Gbps",
             "--csv", str(csv_path)]
@@ -125,10 +128,10 @@ def _saved_sweep_and_plan(tmp_path):
     return csv_path, parquet, plan_json
 
 
-def test_report_draws_a_saved_sweep_or_plan(tmp_path):
+def test_report_draws_a_saved_sweep_or_plan(tmp_path, saved):
     """``report --sweep`` / ``--plan``: the page ``sweep --html`` / ``plan --html`` would
     write, from the saved results (nothing is predicted again)."""
-    csv_path, parquet, plan_json = _saved_sweep_and_plan(tmp_path)
+    csv_path, parquet, plan_json = saved
     for rows in filter(None, (csv_path, parquet)):
         out = tmp_path / f"{rows.suffix[1:]}.html"
         result = invoke("report", "--sweep", str(rows), "--x", "bandwidth", "--y", "speedup",
@@ -157,8 +160,8 @@ def test_report_draws_a_saved_sweep_or_plan(tmp_path):
     (["--sweep", "{tmp}/headers.csv"], ["--sweep", "has no rows"]),
     (["--plan", "{tmp}/other.json"], ["--plan: is not the JSON of 'ddlperf plan --json'"]),
 ])
-def test_report_bad_saved_input_is_one_line_and_writes_nothing(tmp_path, args, needles):
-    csv_path, _parquet, plan_json = _saved_sweep_and_plan(tmp_path)
+def test_report_bad_saved_input_is_one_line_and_writes_nothing(tmp_path, saved, args, needles):
+    csv_path, _parquet, plan_json = saved
     (tmp_path / "headers.csv").write_text(csv_path.read_text().splitlines()[0] + "\n")
     (tmp_path / "other.json").write_text('{"workers": 4}')
     out = tmp_path / "r.html"
@@ -168,8 +171,8 @@ def test_report_bad_saved_input_is_one_line_and_writes_nothing(tmp_path, args, n
 
 
 @pytest.mark.skipif(chromium.skip_reason() is not None, reason=str(chromium.skip_reason()))
-def test_chromium_renders_the_saved_sweep_and_plan_reports(tmp_path):
-    csv_path, _parquet, plan_json = _saved_sweep_and_plan(tmp_path)
+def test_chromium_renders_the_saved_sweep_and_plan_reports(tmp_path, saved):
+    csv_path, _parquet, plan_json = saved
     for name, args in (("sweep", ["--sweep", str(csv_path)]), ("plan", ["--plan", str(plan_json)])):
         page = tmp_path / f"{name}.html"
         assert invoke("report", *args, "--out", str(page)).exit_code == 0
