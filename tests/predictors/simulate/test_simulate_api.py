@@ -49,9 +49,32 @@ def test_replications_in_processes_give_the_sequential_result(kw, tmp_path):
     # trace (replication 0) is written by the parent either way.
     base = dict(jitter=0.1, replications=5, seed=3, iterations=6, **kw)
     alone = sim(jobs=1, trace=tmp_path / "alone.json", **base)
-    shared = sim(jobs=3, trace=tmp_path / "shared.json", **base)
-    assert alone.to_dict() == shared.to_dict()
-    assert (tmp_path / "alone.json").read_text() == (tmp_path / "shared.json").read_text()
+    for jobs in (2, 3):
+        shared = sim(jobs=jobs, trace=tmp_path / f"shared{jobs}.json", **base)
+        assert alone.to_dict() == shared.to_dict()
+        assert (tmp_path / "alone.json").read_text() == (
+            tmp_path / f"shared{jobs}.json").read_text()
+
+
+def test_this_process_runs_its_share_of_the_replications(monkeypatch):
+    # with one helper process, the parent runs every other replication (it used to run only
+    # the first and wait while the helper ran the other nine)
+    import multiprocessing
+
+    from ddlperf.predictors.simulate import runner
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("replications run in forked processes only where fork exists")
+    here: list[int] = []
+    run = runner._Job.run
+
+    def counted(self, replication, log=None):
+        here.append(replication)
+        return run(self, replication, log)
+
+    monkeypatch.setattr(runner._Job, "run", counted)
+    sim(workers=4, ps=2, jitter=0.1, replications=10, seed=3, iterations=4, jobs=2)
+    assert sorted(here) == [0, 2, 4, 6, 8]
 
 
 def test_deterministic_run_has_no_spread():

@@ -334,8 +334,9 @@ def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
     """Replications start … reps−1 in order; all but the first in forked processes when there
     are cores.
 
-    Replication ``start`` runs here (replication 0 fills the trace) while the others run in
-    up to ``jobs − 1`` processes, unless ``first`` is that run already. Only where ``fork``
+    Replication ``start`` runs here (replication 0 fills the trace, unless ``first`` is that
+    run already), and so does every ``jobs``-th one after it; the others run in up to
+    ``jobs − 1`` processes. Only where ``fork``
     exists (the job is inherited, not pickled) and we are not a pool's worker ourselves (e.g.
     inside a parallel sweep). The processes are a :class:`~ddlperf.forked_pool.ForkedPool`:
     a Ctrl-C stops them at once (``multiprocessing.Pool`` can hang in ``terminate`` on a
@@ -352,11 +353,20 @@ def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
 
     _SHARED = job  # set before the workers fork
     pool = ForkedPool(helpers)
+    # this process takes every (helpers + 1)-th replication, the helpers the rest: with one
+    # helper and 10 replications each runs 5 (the helper used to run 9 while this one waited)
+    order = list(range(start, reps))
+    here = set(order[::helpers + 1])
     try:
-        tickets = [pool.submit(_replica, (r,)) for r in range(start + 1, reps)]
-        first = first if first is not None else job.run(start, log if start == 0 else None)
-        others = [pool.result(t) for t in tickets]
+        tickets = {r: pool.submit(_replica, (r,)) for r in order if r not in here}
+        runs: dict[int, RunResult] = {}
+        for r in sorted(here):
+            runs[r] = (first if r == start and first is not None
+                       else job.run(r, log if r == 0 else None))
+        for r, ticket in tickets.items():
+            m, u, e = pool.result(ticket)
+            runs[r] = RunResult(job.units, m, u, e)
     finally:
         pool.close()
         _SHARED = None
-    return [first] + [RunResult(job.units, m, u, e) for m, u, e in others]
+    return [runs[r] for r in order]
