@@ -286,24 +286,35 @@ class LoopbackGate:
 
 
 def stop_ranks(ranks: list[_Rank], grace_s: float = 2.0) -> None:
-    """SIGTERM every rank still running, SIGKILL after ``grace_s``; reap them all."""
+    """SIGTERM every rank still running, SIGKILL after ``grace_s``; reap them all.
+
+    A rank runs in its own session (process group = the launched process's pid), maybe
+    behind a wrapper (``ip netns exec``, a cgroup); the wrapper can be gone while the trainer
+    under it still runs (seen once: a hung rank left with parent 1). So every rank's group
+    is signalled, not only those whose launched process is alive; an empty group is no
+    error (and its pid cannot be reused while a member lives)."""
     alive = [r for r in ranks if r.proc.poll() is None]
     for r in alive:
         r.killed = True
-        try:
-            os.killpg(r.proc.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            r.proc.terminate()
+    for r in ranks:
+        _signal_group(r, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     for r in alive:
         try:
             r.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(r.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                r.proc.kill()
+            _signal_group(r, signal.SIGKILL)
             r.proc.wait()
+    for r in ranks:  # what outlived its launched process and the grace
+        _signal_group(r, signal.SIGKILL)
+
+
+def _signal_group(rank: _Rank, sig: int) -> None:
+    try:
+        os.killpg(rank.proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        if rank.proc.poll() is None:
+            rank.proc.send_signal(sig)
 
 
 def _watch(ranks: list[_Rank], spec: dict[str, Any], timeout: float,
