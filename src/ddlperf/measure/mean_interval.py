@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from ddlperf.measure.records import gate_waits, ssp_steady, steady_state, worker_iterations
+from ddlperf.measure.records import steady_iterations
 
 BATCHES = 5
 # Student t, 0.975 quantile, BATCHES - 1 = 4 degrees of freedom (two-sided 95%)
@@ -49,8 +49,5 @@ def interval_from_records(records: Iterable[dict[str, Any]], warmup: int,
                           sync: str | None) -> dict[str, Any] | None:
     """:func:`mean_interval` of a run's records, over the same steady iterations the
     measurement's mean is taken over (SSP: after the catch-up)."""
-    records = list(records)
-    steady, _notes = steady_state(worker_iterations(records), warmup)
-    if sync == "ssp" and steady:
-        steady, _ssp_notes = ssp_steady(steady, gate_waits(records))
+    steady, _notes = steady_iterations(list(records), warmup, sync)
     return mean_interval(steady)

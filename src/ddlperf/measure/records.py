@@ -208,6 +208,19 @@ def gate_waits(records: Iterable[dict[str, Any]]) -> dict[tuple[str, int], float
     return waits
 
 
+def steady_iterations(records: list[dict[str, Any]], warmup: int, sync: str | None,
+                      waits: dict[tuple[str, int], float] | None = None
+                      ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """Per worker the iterations a measurement's figures come from (the steady state; SSP:
+    after the catch-up, read from ``waits``, the :func:`gate_waits` of the records), and notes
+    on what was dropped."""
+    steady, notes = steady_state(worker_iterations(records), warmup)
+    if sync == "ssp" and steady:
+        steady, ssp_notes = ssp_steady(steady, gate_waits(records) if waits is None else waits)
+        notes = notes + ssp_notes
+    return steady, notes
+
+
 def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Prediction:
     """The Measurement: a :class:`Prediction` with ``kind='measurement'``, ``method='measured'``.
 
@@ -218,16 +231,14 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     ``inputs`` and ``notes``.
     """
     notes = list(context.get("notes", []))
-    steady, steady_notes = steady_state(worker_iterations(records), int(context["warmup"]))
+    waits = gate_waits(records) if context["arch"] == "ps" else {}
+    steady, steady_notes = steady_iterations(records, int(context["warmup"]),
+                                             context.get("sync"), waits)
     notes += steady_notes
     if not steady:
         raise ValueError("no steady-state iterations recorded")
     spec_workers = {w["name"]: w for w in context["workers"]}
-    waits = gate_waits(records) if context["arch"] == "ps" else {}
-    if context.get("sync") == "ssp":
-        steady, ssp_notes = ssp_steady(steady, waits)
-        notes += ssp_notes
-    elif context.get("sync") == "asp":
+    if context.get("sync") == "asp":
         notes += asp_trend_note(steady)
     medians = {n: _median(float(r["duration_s"]) for r in its) for n, its in steady.items()}
     notes += cpu_wait_notes(steady, medians)

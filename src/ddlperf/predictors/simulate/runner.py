@@ -270,18 +270,19 @@ class _Job:
         self.sc, self.units, self.warmup, self.iterations = sc, units, warmup, iterations
         self.jitter, self.seed, self.noisy, self.ring_steps = jitter, seed, noisy, ring_steps
         self.phase_ranges = phase_ranges
+        self.pair = sharing_pair(sc, units) if phase_ranges is not None else set()
 
     def starts(self, replication: int) -> list[float] | None:
         """Replication ``replication``'s start times (random phases; None: all at once). The
         GPUs of one server share one phase: on their shared NIC they stay together (measured:
         a server's GPUs kept lockstep for 60 iterations in 3 of 4 server runs, docs/models.md),
-        as the analytic model's NIC share has them."""
+        as the analytic model's NIC share has them; so do two workers alone on every shard's
+        link (:func:`sharing_pair`)."""
         if self.phase_ranges is None:
             return None
         rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
-        pair = sharing_pair(self.sc, self.units)
         keys = [("server", u.server) if u.group.gpus > 1
-                else ("pair", 0) if u.index in pair else ("worker", u.first)
+                else ("pair", 0) if u.index in self.pair else ("worker", u.first)
                 for u in self.units]
         phase: dict[tuple[str, int], float] = {}
         for key in keys:
