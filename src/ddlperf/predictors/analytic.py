@@ -14,7 +14,8 @@
   gradient-ready order, overlapped with backward.
 
 Each model lives in its own module (``analytic_ps_bsp``, ``analytic_ps_async``,
-``analytic_allreduce``, colocated shards in ``analytic_colocated``); :mod:`.bottleneck` names
+``analytic_allreduce``, colocated shards in ``analytic_colocated`` and, for BSP,
+``analytic_colocated_bsp``); :mod:`.bottleneck` names
 what limits the rate and :mod:`.assembly` turns group times into a Prediction. This module is
 the entry point and keeps their names importable from one place.
 """
@@ -51,14 +52,18 @@ def predict_analytic(sc: Scenario) -> Prediction:
     """Coarse-grained prediction of a resolved scenario."""
     strategy = sc.strategy
     notes: list[str] = []
+    bsp_view = None
     if strategy.arch == "ps":
-        sc = colocated_view(sc)
+        # BSP: host workers split off at their NIC's own rate (analytic_colocated_bsp shares
+        # the NIC between the roles); ASP/SSP's queueing network: the scaled view
+        bsp_view = colocated_view(sc, scaled=False)
+        sc = bsp_view if strategy.effective_sync == "bsp" else colocated_view(sc)
     if strategy.arch == "allreduce":
         times, period, resources = allreduce(sc)
     elif strategy.effective_sync == "bsp":
         times, period, resources = ps_bsp(sc)
     else:
-        times, period, resources = ps_ssp(sc) if strategy.sync == "ssp" else ps_async(sc)
+        times, period, resources = ps_ssp(sc, bsp_view) if strategy.sync == "ssp" else ps_async(sc)
         notes.append("analytic ASP/SSP: mean value analysis of a closed queueing network; SSP "
                      "in steady state (BSP's schedule where the staleness bound holds the "
                      "faster workers)")

@@ -214,7 +214,8 @@ def async_resources(sc: Scenario, periods: list[float], mean_period: float
 ASP_RATES_AGREE = 0.005
 
 
-def ps_ssp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+def ps_ssp(sc: Scenario, bsp_view: Scenario | None = None
+           ) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     """SSP(s ≥ 1) in steady state, by the read rule of :mod:`ddlperf.strategy`.
 
     Where ASP would run some workers faster than the slowest, they gain on it until they are
@@ -223,11 +224,12 @@ def ps_ssp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     coincides as under BSP, so the steady state is BSP's schedule (each gradient applied on
     arrival; s sets only how long the catch-up takes — a run shorter than that shows ASP's
     rates). Identical workers keep one rate and nobody is held: SSP is ASP there, never
-    slower than BSP, whose schedule SSP could follow.
+    slower than BSP, whose schedule SSP could follow. ``bsp_view``: the scenario as the BSP
+    model sees it where it differs from ``sc`` (colocated shards, not scaled).
     """
     times, period, resources = ps_async(sc)
     periods = [t.iteration_s for t in times]
-    bsp = ps_bsp(sc)
+    bsp = ps_bsp(sc if bsp_view is None else bsp_view)
     if max(periods) > min(periods) * (1 + ASP_RATES_AGREE) or period >= bsp[1]:
         return bsp
     return times, period, resources

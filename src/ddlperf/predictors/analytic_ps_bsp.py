@@ -6,6 +6,8 @@ to several dedicated shards: one connection per shard, sharing it
 (:func:`~ddlperf.predictors.shared_link.connections_finish`). The slowest worker
 and the busiest shard link set the pace; heterogeneous workers and shard imbalance are exact
 inputs, overlap (WFBP) is a switch. The asynchronous models reuse its contention-free cycle.
+Shards colocated on one-GPU hosts have a model of their own
+(:mod:`~ddlperf.predictors.analytic_colocated_bsp`: their NICs carry two roles at once).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ddlperf.prediction import ResourceUse
+from ddlperf.predictors import analytic_colocated_bsp as colocated
 from ddlperf.predictors.assembly import GroupTime
 from ddlperf.predictors.connections import (
     capped_rate,
@@ -113,6 +116,8 @@ def ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     times of the last pass back as pull releases; the period converges in a few passes. With a
     step barrier the first pass is the iteration: every pull starts once every update is done.
     """
+    if colocated.applies(sc):  # every shard on a one-GPU worker's host
+        return colocated.colocated_bsp(sc)
     layout = ps_layout(sc)
     senders = _ps_senders(sc)
     zeros = np.zeros(len(sc.tensor_bytes))
@@ -216,9 +221,9 @@ def binds(caps: np.ndarray, capacity: float) -> bool:
 
 def per_connection(sc: Scenario) -> bool:
     """Several dedicated shards: an endpoint's link is shared by its connections. One shard:
-    the link is one FIFO. Colocated shards keep that FIFO too: their view
-    (:mod:`~ddlperf.predictors.analytic_colocated`) gives a host worker the rate at which its
-    whole model crosses its NIC in the time both of its roles need, a rate for one FIFO."""
+    the link is one FIFO. Colocated shards on one-GPU hosts do not come here
+    (:mod:`~ddlperf.predictors.analytic_colocated_bsp` shares every link among its
+    connections); on multi-GPU servers they keep the FIFO."""
     return len(sc.shards) > 1 and all(s.host is None for s in sc.shards)
 
 
@@ -256,8 +261,8 @@ def _shared(sc: Scenario, layout: _PsLayout, ready: np.ndarray, shares: np.ndarr
 def _sent(sc: Scenario, layout: _PsLayout, readies: list[np.ndarray],
           repeats: ShiftedRepeats) -> np.ndarray:
     """When each (tensor, shard) part has left the endpoint (−inf: no constraint beyond the
-    shard's downlink). One shard (or colocated ones, :func:`per_connection`): the endpoint's
-    uplink is a FIFO. Several dedicated shards: one connection
+    shard's downlink). One shard (or colocated ones on servers, :func:`per_connection`): the
+    endpoint's uplink is a FIFO. Several dedicated shards: one connection
     per shard shares the uplink (:func:`connections_finish`) where the connections' shares
     at the shards add up to more than the uplink; otherwise each runs at its share, which
     the shards' downlink FIFOs already model."""
