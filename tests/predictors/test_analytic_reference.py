@@ -3,6 +3,18 @@
 Frozen data: ``data/analytic_reference.json``, written by ``analytic_reference_cases.py``
 from main's code before the batched-path speed work of issue 12 (its ``source_commit``).
 Every number must agree to 1e-9 (relative); bottlenecks, errors and the point columns exactly.
+
+Re-frozen rows (the file's other top-level keys say why for each earlier change): at commit
+d61f4a5 (branch coloc, issue 11 item 5: BSP with colocated shards as the simulator's fluid
+network, ``analytic_colocated_bsp``) the 26 colocated rows of grid ``colocated_and_errors``
+that changed, and only those, by ``tools/refreeze_colocated_rows.py``, which checks that every
+changed row is colocated and no further from the simulator: 6 BSP rows (4, 6 and the default
+number of workers with 3 shards) moved by +0.02-0.04% onto the simulator's figure (−0.04% →
+0.00%); 6 rows of one worker alone with its shard (BSP, ASP, SSP) lost the latency its local
+transfers had paid (+0.36% → 0.00%); 6 SSP rows with identical workers and 3 shards take
+BSP's figure and moved with it (+0.05%; their distance to the simulator, +21-30%, is the ASP
+model's); 8 ASP rows with one shard moved by at most 1e-3 through the shard host's
+one-worker cycle (that latency again). Nothing else changed.
 """
 
 from __future__ import annotations
