@@ -1,12 +1,13 @@
 """Re-freeze the analytic reference rows that the colocated-shard BSP model changes, only those.
 
-``python tools/refreeze_colocated_rows.py [--write]`` (repository root, the code on
-``PYTHONPATH``) recomputes every grid of ``tests/predictors/analytic_reference_cases.py``,
-and checks that each row that differs from ``tests/predictors/data/analytic_reference.json``
-(beyond 1e-9) is a colocated point; for each such row it prints the frozen and the new
-iteration time beside the simulator's for the same point, and fails unless the new one is at
-least as close to the simulator. With ``--write`` it then replaces those rows (no others) in
-the frozen file and records why under the key ``colocated_nics``.
+``PYTHONPATH=src:. python tools/refreeze_colocated_rows.py [--write]`` (from the repository
+root: the code to check and ``tests`` importable) recomputes every grid of
+``tests/predictors/analytic_reference_cases.py`` and checks that each row that differs from
+``tests/predictors/data/analytic_reference.json`` (beyond 1e-9) is a colocated point; for each
+such row it prints the frozen and the new iteration time beside the simulator's for the same
+point, and fails unless the new one is at least as close to the simulator (``SAME``). With
+``--write`` it then replaces those rows (no others) in the frozen file and records why under
+the key ``colocated_nics``.
 """
 
 from __future__ import annotations
