@@ -39,8 +39,12 @@ def test_throughput_never_exceeds_n_times_single(spec, mode, n, gbps):
     extra = {"ps": 2} if mode["arch"] == "ps" else {}
     p = predict(workload=w, workers=n, bandwidth=gbps * 1e9, **mode, **extra)
     single = p.single_worker["throughput_samples_per_s"]
-    assert p.throughput_samples_per_s <= n * single * (1 + 1e-6)
-    assert p.scaling_efficiency <= 1 + 1e-6
+    # A worker alone applies its updates one after another; sharded PS updates run in
+    # parallel on the shards, so a cluster may save at most the alone step's update time.
+    updates_s = sum(sum(sizes) for _f, _b, sizes in spec) * 1e-10
+    slack = updates_s / float(p.single_worker["iteration_time_s"]) + 1e-9
+    assert p.throughput_samples_per_s <= n * single * (1 + slack)
+    assert p.scaling_efficiency <= 1 + slack
     json.dumps(p.to_dict(), allow_nan=False)
 
 
