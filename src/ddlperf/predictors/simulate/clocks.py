@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from heapq import heappop, heappush, heapreplace
 from math import inf
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ddlperf.predictors.simulate.maxmin import SATURATED, TIE
 
@@ -51,8 +51,9 @@ def finish(net: Network, link: Link) -> None:
         while entry[2] is None:
             heappop(heap)
             entry = heap[0]
-        flow = entry[2]
-        done = link._v = entry[0]  # exactly: that flow has nothing left
+        flow: Flow = entry[2]
+        done: float = entry[0]  # exactly: that flow has nothing left
+        link._v = done
         link._vt = now = engine.now
         nxt = None if flow.follow is None else flow.follow(flow)
         top = heap[0] is entry  # (follow leaves the link's tags alone; if not, mark it stale)
@@ -65,7 +66,7 @@ def finish(net: Network, link: Link) -> None:
         else:
             # Network._next_message inlined (the same operations): account for the message
             # that ended and make the next one current.
-            size = nxt[0]
+            size: float = nxt[0]
             if not (size > 0.0 and size < inf):
                 raise ValueError(f"flow size must be a positive finite number, got {size!r}")
             net.flows_completed += 1
@@ -93,7 +94,8 @@ def finish(net: Network, link: Link) -> None:
             heappop(heap)
         if not heap:
             return
-        left = heap[0][0] - done  # the clock reads ``done``
+        first: float = heap[0][0]
+        left = first - done  # the clock reads ``done``
         at = now + left / link.level if left > 0.0 else now
         if at < until and (not queued or at < queued[0][0]):
             engine.now = at
@@ -111,7 +113,8 @@ def wake(net: Network, link: Link) -> None:
         engine = net.engine
         now = engine.now
         level = link.level
-        left = heap[0][0] - link._v - level * (now - link._vt)
+        first: float = heap[0][0]
+        left = first - link._v - level * (now - link._vt)
         link._clock_event = engine.post(now + left / level if left > 0.0 else now,
                                         finish, net, link)
 
@@ -121,8 +124,9 @@ def bytes_left(flow: Flow, now: float) -> float:
     entry = flow._entry
     if entry is None:
         return flow.remaining  # not allocated yet
-    link = flow._bn
-    left = entry[0] - link._v - link.level * (now - link._vt)  # type: ignore[union-attr]
+    link: Link = flow._bn  # type: ignore[assignment]
+    tag: float = entry[0]
+    left = tag - link._v - link.level * (now - link._vt)
     return left if left > 0.0 else 0.0
 
 
@@ -131,12 +135,12 @@ def apply_levels(net: Network, flows: dict[Flow, None], links: dict[Link, None],
     """New rates from a fill (``flow._new``, ``flow._nb``) as levels of the bottleneck links'
     clocks; a flow whose bottleneck moves takes its bytes left from the old clock to the new.
     Every flow's ``rate`` stays its bottleneck's level."""
-    for link in links:  # clocks to ``now`` at the old levels
-        link._v += link.level * (now - link._vt)
-        link._vt = now
+    for lk in links:  # clocks to ``now`` at the old levels
+        lk._v += lk.level * (now - lk._vt)
+        lk._vt = now
     changed: dict[Link, None] = {}
     for flow in flows:
-        link = flow._nb
+        link: Link = flow._nb  # type: ignore[assignment]  # (set by the fill)
         old = flow._bn
         if link is not old:
             if old is None:
@@ -144,26 +148,27 @@ def apply_levels(net: Network, flows: dict[Flow, None], links: dict[Link, None],
             else:
                 del old._bn[flow]
                 old._bw -= flow.weight
-                entry = flow._entry
-                left = entry[0] - old._v  # type: ignore[index]
+                entry: list[Any] = flow._entry  # type: ignore[assignment]
+                tag: float = entry[0]
+                left = tag - old._v
                 if left < 0.0:
                     left = 0.0
-                entry[2] = None  # type: ignore[index]
+                entry[2] = None
                 changed[old] = None
-            link._bn[flow] = None  # type: ignore[union-attr]
-            link._bw += flow.weight  # type: ignore[union-attr]
+            link._bn[flow] = None
+            link._bw += flow.weight
             flow._bn = link
             flow._others = tuple([x for x in flow.links if x is not link])
-            _tag(net, link, flow, left)  # type: ignore[arg-type]
-            changed[link] = None  # type: ignore[index]
-        if link.level != flow._new:  # type: ignore[union-attr]
-            link.level = flow._new  # type: ignore[union-attr]
-            changed[link] = None  # type: ignore[index]
-    for link in changed:
-        level = link.level
-        for flow in link._bn:
+            _tag(net, link, flow, left)
+            changed[link] = None
+        if link.level != flow._new:
+            link.level = flow._new
+            changed[link] = None
+    for lk in changed:
+        level = lk.level
+        for flow in lk._bn:
             flow.rate = level
-        _rewake(net, link)
+        _rewake(net, lk)
 
 
 def quick_start(net: Network, flow: Flow) -> bool:
@@ -197,43 +202,44 @@ def quick_start(net: Network, flow: Flow) -> bool:
     else:
         weight = limit._bw
         level = (limit._total - limit._load + weight * limit.level) / (weight + w)
+    lim: Link = limit  # type: ignore[assignment]  # (set above: level > 0)
     need = w * level * (1.0 + TIE)
     for link in links:
-        if link is not limit and link._total - link._load < need:
+        if link is not lim and link._total - link._load < need:
             return False
     top = level * (1.0 + TIE)
-    for other in limit.flows:  # type: ignore[union-attr]
-        if other._bn is limit:
+    for other in lim.flows:
+        if other._bn is lim:
             for link in other._others:
                 if link._bn:
                     return False
         elif other.rate > top and other is not flow:
             return False
     now = net.engine.now
-    limit._v += limit.level * (now - limit._vt)  # type: ignore[union-attr]
-    limit._vt = now  # type: ignore[union-attr]
-    drop = limit.level - level  # type: ignore[union-attr]
-    for other in limit._bn:  # type: ignore[union-attr]
+    lim._v += lim.level * (now - lim._vt)
+    lim._vt = now
+    drop = lim.level - level
+    for other in lim._bn:
         other.rate = level
         used = other.weight * drop
         for link in other._others:
             link._load -= used
             if link._sat_since is not None:
                 saturation(link, now)
-    limit.level = level  # type: ignore[union-attr]
-    limit._load += w * level - weight * drop  # type: ignore[union-attr]
-    limit._bn[flow] = None  # type: ignore[union-attr]
-    limit._bw += w  # type: ignore[union-attr]
-    flow._bn = limit
-    flow._others = tuple([x for x in links if x is not limit])
+    lim.level = level
+    lim._load += w * level - weight * drop
+    lim._bn[flow] = None
+    lim._bw += w
+    flow._bn = lim
+    flow._others = tuple([x for x in links if x is not lim])
     flow.rate = level
-    _tag(net, limit, flow, flow.remaining)  # type: ignore[arg-type]
+    _tag(net, lim, flow, flow.remaining)
     used = w * level
     for link in links:
-        if link is not limit:
+        if link is not lim:
             link._load += used
         saturation(link, now)
-    _rewake(net, limit)  # type: ignore[arg-type]
+    _rewake(net, lim)
     return True
 
 
@@ -291,7 +297,7 @@ def saturation(link: Link, now: float) -> None:
 def _tag(net: Network, link: Link, flow: Flow, left: float) -> None:
     """Give ``flow`` (now limited by ``link``, whose clock reads ``now``) its finish tag."""
     net._tags = seq = net._tags + 1
-    entry = [link._v + left, seq, flow]
+    entry: list[Any] = [link._v + left, seq, flow]
     heappush(link._heap, entry)
     flow._entry = entry
 
@@ -317,8 +323,8 @@ def unfair_links(flows: dict[Flow, None], seeds: dict[Link, None],
         new = flow._new
         link = flow._nb
         if new != flow.rate:
-            for other in flow.links:
-                touched[other] = None
+            for lk in flow.links:
+                touched[lk] = None
         elif link is flow._bn:
             continue  # same rate, same bottleneck, on which nobody else got faster
         if link in seeds or link in bad:
@@ -328,19 +334,19 @@ def unfair_links(flows: dict[Flow, None], seeds: dict[Link, None],
             if other._loc != stamp and other.rate > limit:
                 bad[link] = None  # type: ignore[index]
                 break
-    for link in touched:
-        if link in bad:
+    for lk in touched:
+        if lk in bad:
             continue
         top = -1.0
-        for other in link._bn:
+        for other in lk._bn:
             if other._loc == stamp:
                 continue
-            if link._rem > SATURATED * link._total:
-                bad[link] = None
+            if lk._rem > SATURATED * lk._total:
+                bad[lk] = None
                 break
             if top < 0.0:
-                top = max([f._new for f in link.flows if f._loc == stamp], default=0.0)
+                top = max([f._new for f in lk.flows if f._loc == stamp], default=0.0)
             if top > other.rate * (1.0 + TIE):
-                bad[link] = None
+                bad[lk] = None
                 break
     return bad

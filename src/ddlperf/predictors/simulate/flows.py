@@ -77,7 +77,7 @@ class Link:
     )
 
     def __init__(
-        self, engine: Engine, index: int, capacity: float, name: str, copies: int = 1
+        self, engine: Engine, index: int, capacity: float, name: str, copies: float = 1
     ) -> None:
         self._engine = engine
         self.index = index

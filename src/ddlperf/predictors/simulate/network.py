@@ -208,7 +208,7 @@ class Network:
             link._load -= used
             link.bytes += moved
             if not flows:
-                link._busy_acc += now - link._busy_since
+                link._busy_acc += now - link._busy_since  # type: ignore[operator]
                 link._busy_since = None
             dirty[link] = None
         if not self._realloc_pending:

@@ -28,6 +28,8 @@ emulated cluster have them. Its host's own gradients and parameters do not cross
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ddlperf.predictors.simulate.aggregation import LocalAggregation
@@ -167,17 +169,18 @@ class PSModel:
         self.engine = engine
         self.net = net
         self.units = units
-        self.sync = sc.strategy.effective_sync
-        self.staleness = sc.strategy.staleness or 0
-        self.overlap = sc.strategy.overlap
-        self.barrier = sc.strategy.step_barrier  # BSP: pulls wait for every update
+        # (typed: the compiled simulator stores them natively, see setup.py)
+        self.sync: str = sc.strategy.effective_sync
+        self.staleness: int = sc.strategy.staleness or 0
+        self.overlap: bool = sc.strategy.overlap
+        self.barrier: bool = sc.strategy.step_barrier  # BSP: pulls wait for every update
         alpha = sc.latency_s
         placement = sc.placement
         self.n_tensors = n_tensors = len(sc.tensor_bytes)
         self.n_layers = len(sc.workload.layers)
-        self.n_workers = sc.worker_count
+        self.n_workers: int = sc.worker_count
         self.tensor_layer = [int(x) for x in sc.tensor_layer]
-        self.tensor_names = sc.tensor_names
+        self.tensor_names: tuple[str, ...] = sc.tensor_names
         # parts[j] = [(shard, bytes)] of tensor j (gradient order)
         self.parts = [[(int(k), float(placement[j, k])) for k in np.flatnonzero(placement[j] > 0)]
                       for j in range(n_tensors)]
@@ -340,7 +343,7 @@ class PSModel:
         if key == ALL_TENSORS:
             self._pull_all(u, version - 1)
             return
-        j, k = key  # type: ignore[misc]
+        j, k = cast("tuple[int, int]", key)
         if self._at is None:
             self._send_pull(j, k, u, version - 1)
         else:

@@ -257,8 +257,8 @@ def unit_operations(
     group = unit.group
     layers = sc.workload.layers
     names = tuple(layer.name for layer in layers)
-    key = (group.forward.tobytes(), group.backward.tobytes(), group.unattributed_s, optimizer_s,
-           jitter, names)
+    key: tuple[object, ...] = (group.forward.tobytes(), group.backward.tobytes(),
+                               group.unattributed_s, optimizer_s, jitter, names)
     if jitter is None:
         key += (tuple(layer.forward_cv for layer in layers),
                 tuple(layer.backward_cv for layer in layers))
