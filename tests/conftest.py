@@ -88,9 +88,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = os.geteuid() == 0 if hasattr(os, "geteuid") else False
+    from ddlperf.predictors.simulate import COMPILED
+
     for item in items:
         if "root" in item.keywords and not root:
             item.add_marker(pytest.mark.skip(reason="needs root (network namespaces, tc)"))
+        if "pure_python" in item.keywords and COMPILED:
+            item.add_marker(pytest.mark.skip(
+                reason="patches the simulator's classes, compiled here (mypyc): "
+                       "DDLPERF_PURE_PYTHON=1 runs it"))
 
 
 needs_torchrun = pytest.mark.skipif(shutil.which("torchrun") is None,

@@ -252,8 +252,8 @@ def test_bad_capacity_raises(cap: float) -> None:
 
 def test_bad_copies_raises() -> None:
     net = Network(Engine())
-    for copies in (0, -2, 1.5):
-        with pytest.raises(ValueError):
+    for copies in (0, -2, 1.5):  # (the compiled simulator rejects 1.5 by its type)
+        with pytest.raises((ValueError, TypeError)):
             net.add_link(1.0, copies=copies)  # type: ignore[arg-type]
 
 
@@ -448,6 +448,7 @@ class _CheckedNetwork(Network):
         _CheckedNetwork.checks += 1
 
 
+@pytest.mark.pure_python  # subclasses Network
 @settings(max_examples=120, deadline=None)
 @given(st.lists(_caps, min_size=2, max_size=7), st.data())
 def test_local_reallocation_is_max_min_fair_after_every_change(caps: list[float], data) -> None:

@@ -358,6 +358,7 @@ def test_deterministic_asp_workers_start_at_random_phases_not_in_lockstep():
     dict(cluster={"workers": [{"count": 3}, {"name": "slow", "count": 2, "speed": 0.6}]},
          ps=2),
 ])
+@pytest.mark.pure_python  # patches ps.merged_pulls
 def test_merged_bsp_pulls_move_as_each_worker_pull_would(kw, monkeypatch):
     """With noise, a group's BSP pulls run as one weighted connection per shard: the same
     seed gives the same run as one connection per worker (up to rounding)."""
@@ -390,6 +391,7 @@ EVENT_SAVING = {
 }
 
 
+@pytest.mark.pure_python  # patches PSWorker, PSModel, Connection
 @pytest.mark.parametrize("name", list(EVENT_SAVING))
 def test_noisy_ps_runs_save_events_and_equal_the_per_flow_network(monkeypatch, name) -> None:
     # Noisy runs skip events nobody needs. Early pulls count a part at its last byte; a worker
@@ -461,6 +463,7 @@ def test_noisy_ps_runs_save_events_and_equal_the_per_flow_network(monkeypatch, n
 _times = st.sampled_from([0.5, 1.0, 1.5])
 
 
+@pytest.mark.pure_python  # a PSWorker made by hand, with a stand-in model
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_a_chains_forward_gates_stop_where_layer_ready_says(data) -> None:

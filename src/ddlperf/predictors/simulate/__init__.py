@@ -5,8 +5,43 @@ push/update/pull (parameter server) or every bucket's ring all-reduce is an oper
 dependencies, on a flow-level max-min fair network (:mod:`.network`) driven by a small event
 kernel (:mod:`.engine`). Overlap, contention and stragglers come out of the dependencies rather
 than from formulas. Entry point: :func:`predict_simulate`.
+
+The modules are compiled with mypyc where the install could (``setup.py``); ``COMPILED`` says
+whether they are. ``DDLPERF_PURE_PYTHON=1`` in the environment when this package is first
+imported makes it load the Python sources instead (the same results, slower; tests that patch
+the simulator's classes need it).
 """
 
-from ddlperf.predictors.simulate.runner import predict_simulate
+from __future__ import annotations
 
-__all__ = ["predict_simulate"]
+import importlib.util
+import os
+import sys
+from importlib.machinery import ModuleSpec
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Sources:
+    """Import finder that loads this package's modules from their ``.py`` files."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> ModuleSpec | None:
+        package, _, module = name.rpartition(".")
+        if package != __name__:
+            return None
+        source = os.path.join(_HERE, module + ".py")
+        return importlib.util.spec_from_file_location(name, source) if os.path.exists(
+            source) else None
+
+
+if os.environ.get("DDLPERF_PURE_PYTHON", "") not in ("", "0"):
+    sys.meta_path.insert(0, _Sources())  # type: ignore[arg-type]
+
+from ddlperf.predictors.simulate import engine as _engine  # noqa: E402
+from ddlperf.predictors.simulate.runner import predict_simulate  # noqa: E402
+
+#: whether the simulator runs compiled (mypyc) or as Python
+COMPILED = not _engine.__file__.endswith(".py")
+
+__all__ = ["COMPILED", "predict_simulate"]
