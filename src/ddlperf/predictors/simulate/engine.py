@@ -22,15 +22,18 @@ import gc
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 from math import inf
-from typing import Any
+from typing import Any, Final
 
 #: Opaque handle of a scheduled event (the heap entry ``[time, seq, callback, args]``).
 Handle = list
 
-_TIME, _SEQ, _CALLBACK, _ARGS = 0, 1, 2, 3
-_COMPACT_MIN = 256  # do not bother compacting small heaps
+_TIME: Final = 0  # (Final: constants of the compiled module, see setup.py)
+_SEQ: Final = 1
+_CALLBACK: Final = 2
+_ARGS: Final = 3
+_COMPACT_MIN: Final = 256  # do not bother compacting small heaps
 #: the cyclic GC's youngest-generation threshold while events run (Python's default: 700)
-GC_YOUNG_THRESHOLD = 100_000
+GC_YOUNG_THRESHOLD: Final = 100_000
 
 
 class Engine:

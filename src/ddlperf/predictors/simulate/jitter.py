@@ -11,10 +11,12 @@ bit-identical run.
 
 from __future__ import annotations
 
+from typing import Final
+
 import numpy as np
 
 #: iterations of noise drawn per generator call (a worker's generator serves nothing else)
-DRAW_BLOCK = 8
+DRAW_BLOCK: Final = 8
 
 
 def lognormal_sigma(cv: np.ndarray | float) -> np.ndarray:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from math import inf
+from typing import Final
 
 import numpy as np
 
-TIE = 1e-12  # links whose fair level is within this relative distance of the minimum tie
-SATURATED = 1e-9  # a link with less than this fraction of its capacity left is saturated
+TIE: Final = 1e-12  # links whose fair level is within this relative distance of the minimum tie
+SATURATED: Final = 1e-9  # a link with less than this fraction of its capacity left is saturated
 
 
 def max_min_rates(

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from math import inf, isfinite
-from typing import Any
+from typing import Any, Final
 
 from ddlperf.predictors.simulate.clocks import (
     apply_levels,
@@ -55,7 +55,7 @@ from ddlperf.predictors.simulate.maxmin import TIE as _TIE
 from ddlperf.predictors.simulate.maxmin import max_min_dense, max_min_rates
 
 #: local mode: refills with the links where the check failed added, before the component
-WIDEN = 3
+WIDEN: Final = 3
 
 __all__ = ["Flow", "Link", "Network", "Nic", "max_min_dense", "max_min_rates"]
 

@@ -28,7 +28,7 @@ emulated cluster have them. Its host's own gradients and parameters do not cross
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Final, cast
 
 import numpy as np
 
@@ -48,7 +48,7 @@ from ddlperf.predictors.simulate.worker import BWD, FWD, Worker, unit_operations
 from ddlperf.predictors.timeline import forward_order
 from ddlperf.scenario import Scenario
 
-ALL_TENSORS = "all"  # the SSP gate's key with overlap off: the whole model at once
+ALL_TENSORS: Final = "all"  # the SSP gate's key with overlap off: the whole model at once
 
 
 class PSWorker(Worker):

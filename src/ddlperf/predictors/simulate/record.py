@@ -15,10 +15,11 @@ workers under ASP/SSP keep going until then and are measured over all the iterat
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from ddlperf.predictors.simulate.engine import Engine
 
-_LATER_AT = 1024  # holds told ahead kept before the past ones are recorded
+_LATER_AT: Final = 1024  # holds told ahead kept before the past ones are recorded
 
 
 class Recorder:

@@ -16,8 +16,9 @@ order as the end events (issue 14: an earlier version kept a running sum per boo
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import Final
 
-_KEEP = 1024  # bookings kept per shard, beyond those not ended, before the ended are dropped
+_KEEP: Final = 1024  # bookings kept per shard, beyond those not ended, before the ended are dropped
 
 
 class UpdateBusy:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from functools import reduce
 from itertools import accumulate, islice
 from operator import add
+from typing import Final
 
 import numpy as np
 
@@ -28,7 +29,10 @@ from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.units import Unit
 from ddlperf.scenario import Scenario
 
-OPT, FWD, MISC, BWD = 0, 1, 2, 3
+OPT: Final = 0  # (Final: constants of the compiled module, see setup.py)
+FWD: Final = 1
+MISC: Final = 2
+BWD: Final = 3
 
 
 def iteration_ops(
