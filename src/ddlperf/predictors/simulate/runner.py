@@ -149,7 +149,7 @@ def predict_simulate(
     elif phased:
         notes.append(f"simulate: identical ASP workers keep their phase offsets, so each of "
                      f"{runs_wanted} runs starts every worker (a server's GPUs together, and "
-                     f"two workers alone on every shard's link together) at a "
+                     f"the two remote workers of a host holding every shard together) at a "
                      f"random phase (seed {opts['seed']}; runs are added, up to "
                      f"{max(reps, PHASE_DRAWS)}, until the mean's standard error is below "
                      f"{PHASE_SE:.1%}); the mean is reported, p5/p95 span the runs")
@@ -244,18 +244,24 @@ def phase_ranges(sc: Scenario, units: list) -> list[float]:
 
 
 def sharing_pair(sc: Scenario, units: list) -> set[int]:
-    """The two workers that alone share every shard's link, if any (their unit indices).
+    """The two remote workers of a host that holds every shard, if any (their unit indices).
 
     Two flows entering one fairly shared link d apart leave it d apart (the first has it alone
     for d, both share it, the second has it alone for d), so under ASP two identical workers on
-    one link keep whatever offset they start with; with three or more the offsets change every
-    cycle ((d, d) → (2d, d/2)) and measured runs wander. Such a pair starts together, as the
-    trainers (and a real job) start every worker after one barrier; measured: the two remote
-    workers of a one-shard host stayed in lockstep for all 43 measured iterations."""
+    one link keep whatever offset they start with, and the trainers (and a real job) start every
+    worker after one barrier. Measured, that common start lasts where the shards sit on a
+    worker's host: the two remote workers of a one-shard host stayed within 20 ms of each other
+    for all 60 iterations of every run (ps-asp-colocated-3w, three runs; fresh4-asp-coloc-3w-100m,
+    two), so such a pair starts together. On a dedicated shard's host it does not: two workers
+    started together left lockstep after ~20 iterations, jumped to half a period apart (one
+    pushes while the other pulls, each direction of the shard's NIC used by one at a time) and
+    stayed there (fresh4-asp-2w-1s: 0.902 and 0.920 s in two runs, 1.057 s in one that stayed
+    together), so they start at random phases like everyone else. With three or more the offsets
+    change every cycle ((d, d) → (2d, d/2)) and measured runs wander."""
     if any(u.count != 1 or u.group.gpus != 1 for u in units) or not sc.shards:
         return set()
     hosts = {s.host for s in sc.shards}
-    if len(hosts) != 1:
+    if len(hosts) != 1 or None in hosts:
         return set()
     crossing = [u.index for u in units if u.hosts is None]
     return set(crossing) if len(crossing) == 2 else set()
@@ -276,8 +282,8 @@ class _Job:
         """Replication ``replication``'s start times (random phases; None: all at once). The
         GPUs of one server share one phase: on their shared NIC they stay together (measured:
         a server's GPUs kept lockstep for 60 iterations in 3 of 4 server runs, docs/models.md),
-        as the analytic model's NIC share has them; so do two workers alone on every shard's
-        link (:func:`sharing_pair`)."""
+        as the analytic model's NIC share has them; so do the two remote workers of a host
+        that holds every shard (:func:`sharing_pair`)."""
         if self.phase_ranges is None:
             return None
         rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
