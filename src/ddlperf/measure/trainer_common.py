@@ -464,6 +464,12 @@ def run_rank(argv: list[str] | None, prog: str,
         sys.stderr.flush()
         os._exit(1)  # skip gloo's destructors, which can block on dead peers
     recorder.close()
+    # Done and recorded: exit without gloo's destructors too. Once the peers have exited
+    # they can block (seen in CI: a PS whose status said "done" was still alive 30 s after
+    # its workers had left, and the launcher stopped the finished run as hung).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def is_peer_error(exc: BaseException) -> bool:
