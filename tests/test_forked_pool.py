@@ -90,3 +90,34 @@ def test_ctrl_c_mid_stream_never_hangs_the_close():
             next(results)
         assert _closes(executor.close), f"close hung on attempt {attempt}"
         assert executor._pool is None
+
+
+def pid_and_big(i: int) -> tuple[int, bytes]:
+    return os.getpid(), big(i)
+
+
+def test_all_tasks_handed_out_at_once_and_drained_while_the_parent_works():
+    # the simulator's replications: the parent runs its own share and cannot hand out more
+    # work meanwhile, so a worker gets all of its tasks at once; results larger than the pipe
+    # would hold it after its first, so the parent drains between its own pieces of work
+    pool = ForkedPool(1, per_worker=6)
+    try:
+        tickets = [pool.submit(pid_and_big, (i,)) for i in range(6)]
+        for _ in range(12):
+            pool.drain()  # never waits, whatever has arrived
+            threading.Event().wait(0.02)
+        results = [pool.result(t) for t in tickets]
+        assert [r[1] for r in results] == [big(i) for i in range(6)]
+        assert len({r[0] for r in results}) == 1 and results[0][0] != os.getpid()
+    finally:
+        pool.close()
+
+
+def test_drain_with_nothing_running_is_a_no_op():
+    pool = ForkedPool(1)
+    try:
+        pool.drain()
+        assert pool.result(pool.submit(square, (3,))) == 9
+        pool.drain()
+    finally:
+        pool.close()

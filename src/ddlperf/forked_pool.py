@@ -9,7 +9,10 @@ nothing is shared between processes: each worker reads tasks from and writes res
 own pipe, and stopping is a SIGKILL to each worker — nothing to wait for, whatever a worker
 was doing. Each worker holds ``PER_WORKER`` tasks, so it starts the next one while the parent
 is still busy with a result (writing rows); a thread in the worker reads its tasks as they
-come, so the parent never blocks sending one while the worker blocks sending a result.
+come, so the parent never blocks sending one while the worker blocks sending a result. A
+parent busy with work of its own between tasks calls :meth:`ForkedPool.drain` now and then:
+a result larger than the pipe holds its worker until the parent reads it (the simulator's
+replications: the parent runs its share and drains after each).
 """
 
 from __future__ import annotations
@@ -62,8 +65,10 @@ class ForkedPool:
     """``size`` forked workers; :meth:`submit` queues ``func(*args)`` and returns a ticket,
     :meth:`result` waits for a ticket's value (re-raising the worker's exception)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, per_worker: int = PER_WORKER) -> None:
         from ddlperf.executors import sigint_deferred
+
+        self._per_worker = per_worker  # tasks handed to a worker at once
 
         context = get_context("fork")
         self._conns: list[Connection] = []
@@ -106,18 +111,25 @@ class ForkedPool:
     def _dispatch(self) -> None:
         while self._queued:
             worker = min(range(len(self._running)), key=lambda w: len(self._running[w]))
-            if len(self._running[worker]) >= PER_WORKER:
+            if len(self._running[worker]) >= self._per_worker:
                 return
             ticket, func, args = self._queued.popleft()
             self._running[worker].append(ticket)
             self._conns[worker].send((func, args))
 
-    def _collect(self) -> None:
-        """Wait until at least one running task has finished; take the finished replies."""
+    def drain(self) -> None:
+        """Take the replies that have arrived, without waiting (frees workers blocked on
+        sending a large one)."""
+        if any(self._running):
+            self._collect(timeout=0.0)
+
+    def _collect(self, timeout: float | None = None) -> None:
+        """Wait until at least one running task has finished (at most ``timeout`` seconds);
+        take the finished replies."""
         busy = {self._conns[w]: w for w, tickets in enumerate(self._running) if tickets}
         if not busy:
             raise RuntimeError("ForkedPool: waiting for a task that was never submitted")
-        for conn in wait(list(busy)):
+        for conn in wait(list(busy), timeout):
             worker = busy[conn]  # type: ignore[index]
             try:
                 reply = conn.recv()  # type: ignore[union-attr]

@@ -359,7 +359,9 @@ def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
     from ddlperf.forked_pool import ForkedPool
 
     _SHARED = job  # set before the workers fork
-    pool = ForkedPool(helpers)
+    # every helper task at once: this process is busy with its own share and hands out
+    # nothing while it runs
+    pool = ForkedPool(helpers, per_worker=reps)
     # this process takes every (helpers + 1)-th replication, the helpers the rest: with one
     # helper and 10 replications each runs 5 (the helper used to run 9 while this one waited)
     order = list(range(start, reps))
@@ -370,6 +372,7 @@ def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
         for r in sorted(here):
             runs[r] = (first if r == start and first is not None
                        else job.run(r, log if r == 0 else None))
+            pool.drain()  # a helper waits on sending its result until it is read
         for r, ticket in tickets.items():
             m, u, e = pool.result(ticket)
             runs[r] = RunResult(job.units, m, u, e)
