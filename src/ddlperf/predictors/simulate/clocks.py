@@ -64,20 +64,8 @@ def finish(net: Network, link: Link) -> None:
                 heappop(heap)
             net._end(flow)
         else:
-            # Network._next_message inlined (the same operations): account for the message
-            # that ended and make the next one current.
             size: float = nxt[0]
-            if not (size > 0.0 and size < inf):
-                raise ValueError(f"flow size must be a positive finite number, got {size!r}")
-            net.flows_completed += 1
-            moved = flow.weight * flow.size
-            for other in flow.links:
-                other.bytes += moved
-            if net.observer is not None:
-                net.observer(flow, flow.start_time, now)
-            flow.size = flow.remaining = size
-            flow.tag = nxt[1]
-            flow.submit_time = flow.start_time = flow._last = now
+            net._next_message(flow, size, nxt[1])
             net._tags = seq = net._tags + 1
             flow._entry = entry = [done + size, seq, flow]
             if top:  # one sift instead of a pop and a push, or none: an entry that

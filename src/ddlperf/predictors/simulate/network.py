@@ -220,8 +220,15 @@ class Network:
             flow.on_complete(flow)
 
     def _continue(self, flow: Flow, size: float, tag: Any) -> None:
-        """End the current message of a ``follow`` flow and start its next one in place (the
-        local mode's clocks do the same in :func:`.clocks.finish`)."""
+        """End the current message of a ``follow`` flow and start its next one in place,
+        with a completion event at its rate (the local mode's clocks tag it instead,
+        :func:`.clocks.finish`)."""
+        self._next_message(flow, size, tag)
+        flow._event = self.engine.post(flow._last + size / flow.rate, self._complete, flow)
+
+    def _next_message(self, flow: Flow, size: float, tag: Any) -> None:
+        """Account for the message of ``flow`` that just ended (bytes on its links, the
+        observer) and make ``size`` bytes tagged ``tag`` its current message, from now."""
         if not (size > 0.0 and size < inf):
             size = _positive("flow size", size)  # raises
         now = self.engine.now
@@ -234,7 +241,6 @@ class Network:
         flow.size = flow.remaining = size
         flow.tag = tag
         flow.submit_time = flow.start_time = flow._last = now
-        flow._event = self.engine.post(now + size / flow.rate, self._complete, flow)
 
     # -- allocation -----------------------------------------------------------------------------
 
