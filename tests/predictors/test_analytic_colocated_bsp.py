@@ -8,7 +8,7 @@ import pytest
 
 from ddlperf.api import predict
 from ddlperf.cluster import Cluster
-from ddlperf.predictors.analytic_colocated_bsp import max_min_rates, network_finish
+from ddlperf.predictors.analytic_colocated_bsp import capped_max_min_rates, network_finish
 from ddlperf.predictors.shared_link import connections_finish
 from tests.conftest import make_workload
 
@@ -34,11 +34,11 @@ def both(workload, c, **strategy):
 def test_max_min_rates_fill_the_tightest_link_first():
     # links 0 (10) and 1 (4); a crosses 0, b crosses 0 and 1, c (2 flows) crosses 1:
     # link 1 saturates first at 4/3 per flow (b and c's two), a takes the rest of link 0
-    rates = max_min_rates([0, 1, 2], [[(0, 1.0)], [(0, 1.0), (1, 1.0)], [(1, 2.0)]],
+    rates = capped_max_min_rates([0, 1, 2], [[(0, 1.0)], [(0, 1.0), (1, 1.0)], [(1, 2.0)]],
                           [10.0, 4.0], [np.inf] * 3)
     assert rates == pytest.approx([10 - 4 / 3, 4 / 3, 4 / 3])
     # a cap holds its connection below the fair share, and the others take what it leaves
-    assert max_min_rates([0, 1], [[(0, 1.0)], [(0, 1.0)]], [10.0], [1.0, np.inf]) == \
+    assert capped_max_min_rates([0, 1], [[(0, 1.0)], [(0, 1.0)]], [10.0], [1.0, np.inf]) == \
         pytest.approx([1.0, 9.0])
 
 

@@ -25,7 +25,7 @@ worker's link a FIFO. Three things it misses, each seen in the simulator's trace
 
 So a pass (one iteration of the max-plus map) is run as that network (:class:`_Fluid`):
 every connection on the two links it crosses, each link shared max-min fairly among the
-connections with an item ready (progressive filling, :func:`max_min_rates`), each connection
+connections with an item ready (progressive filling, :func:`capped_max_min_rates`), each connection
 sending its items in the order they become ready. A group of identical workers is one
 connection per shard that counts once on its own worker's link and once per worker on the
 shard host's. The iteration is the dedicated model's — pull, forward (a layer once its
@@ -94,9 +94,11 @@ def applies(sc: Scenario) -> bool:
             and all(g.gpus == 1 for g in sc.groups))
 
 
-def max_min_rates(active: list[int], paths: list[list[tuple[int, float]]],
+def capped_max_min_rates(active: list[int], paths: list[list[tuple[int, float]]],
                   capacity: list[float], cap: list[float]) -> list[float]:
-    """Per-flow rate of each ``active`` connection, max-min fair (progressive filling):
+    """Per-flow rate of each ``active`` connection, max-min fair (progressive filling; unlike
+    the simulator's dense test oracle ``simulate.maxmin.max_min_rates``, with per-flow caps
+    and a connection's flows counted per link):
     connection c stands for identical flows, ``paths[c]`` the (link, flows of c on it)
     it crosses, each flow at most ``cap[c]``."""
     weight: dict[int, float] = {}  # flows of unfrozen connections on each link
@@ -130,7 +132,7 @@ def max_min_rates(active: list[int], paths: list[list[tuple[int, float]]],
 
 
 class _Fluid:
-    """Connections sharing links max-min fairly (:func:`max_min_rates`), each sending its
+    """Connections sharing links max-min fairly (:func:`capped_max_min_rates`), each sending its
     items one after another in the order they become ready, as the simulator's fluid network
     does. Events are an item's end, an item becoming ready on an idle connection and a
     timer; the callbacks of :meth:`run` may add items (ready now or later) and timers, so
@@ -204,7 +206,7 @@ class _Fluid:
                 key = tuple(sorted(active))
                 rates = known.get(key)
                 if rates is None:
-                    rates = known[key] = max_min_rates(list(key), self.paths, self.capacity,
+                    rates = known[key] = capped_max_min_rates(list(key), self.paths, self.capacity,
                                                        self.caps)
                 ends.clear()
                 for c, r in zip(key, rates):
