@@ -7,14 +7,19 @@ Every number must agree to 1e-9 (relative); bottlenecks, errors and the point co
 Re-frozen rows (the file's other top-level keys say why for each earlier change): at commit
 d61f4a5 (branch coloc, issue 11 item 5: BSP with colocated shards as the simulator's fluid
 network, ``analytic_colocated_bsp``) the 26 colocated rows of grid ``colocated_and_errors``
-that changed, and only those, by ``tools/refreeze_colocated_rows.py``, which checks that every
-changed row is colocated and no further from the simulator: 6 BSP rows (4, 6 and the default
-number of workers with 3 shards) moved by +0.02-0.04% onto the simulator's figure (−0.04% →
-0.00%); 6 rows of one worker alone with its shard (BSP, ASP, SSP) lost the latency its local
-transfers had paid (+0.36% → 0.00%); 6 SSP rows with identical workers and 3 shards take
-BSP's figure and moved with it (+0.05%; their distance to the simulator, +21-30%, is the ASP
-model's); 8 ASP rows with one shard moved by at most 1e-3 through the shard host's
-one-worker cycle (that latency again). Nothing else changed.
+that changed, and only those, by ``tools/refreeze_reference_rows.py colocated_nics``, which
+checks that every changed row is colocated and no further from the simulator: 6 BSP rows (4, 6
+and the default number of workers with 3 shards) moved by +0.02-0.04% onto the simulator's
+figure (−0.04% → 0.00%); 6 rows of one worker alone with its shard (BSP, ASP, SSP) lost the
+latency its local transfers had paid (+0.36% → 0.00%); 6 SSP rows with identical workers and 3
+shards take BSP's figure and moved with it (+0.05%; their distance to the simulator, +21-30%,
+is the ASP model's); 8 ASP rows with one shard moved by at most 1e-3 through the shard host's
+one-worker cycle (that latency again). Nothing else changed. In the tenth session (issue 11,
+ASP GPUs of one server on phases of their own, ``analytic_ps_async.independent_gpus``) the 16
+ASP rows of grid ``servers`` without local aggregation, and only those, by
+``tools/refreeze_reference_rows.py server_gpu_phases``: 10 moved onto the simulator (+12.8 …
++40.5% → +2.6 … +10.4%), 6 bound by two 10 Gbit shards moved away by at most 2.2 points (+0.16
+… +1.93% → +2.19 … +2.35%).
 """
 
 from __future__ import annotations

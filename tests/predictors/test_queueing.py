@@ -37,3 +37,37 @@ def test_a_floored_station_serves_floor_over_demand_customers_at_once():
         assert x[0] == pytest.approx(n / (1.0 + 0.3)) and r[0, 0] == pytest.approx(0.3)
     x, _ = mva(z, d, np.array([200.0]), floor=s)
     assert x[0] == pytest.approx(1 / 0.1, rel=1e-3)
+
+
+def test_copies_split_a_station_into_separate_networks():
+    # one class of 6 customers at a station that stands for 3 copies (a server's NIC met only
+    # by its own 2 GPUs): each copy sees 2 customers, so 3 networks of 2 side by side
+    z, d = np.array([0.4]), np.array([[0.3]])
+    apart, _ = mva(z, d, np.array([2.0]), copies=np.array([1.0]))  # the same iteration
+    split, _ = mva(z, d, np.array([6.0]), copies=np.array([3.0]))
+    assert split[0] == pytest.approx(3 * apart[0], rel=1e-9)
+    whole, _ = mva(z, d, np.array([6.0]), copies=np.array([1.0]))
+    assert whole[0] < split[0]  # one station for all 6 queues them more
+
+
+def test_stations_crossed_together_cost_one_residence():
+    # a transfer through two links of equal demand at once takes as long as through one
+    z, d, n = np.array([0.4]), np.array([[0.3]]), np.array([4.0])
+    one, _ = mva(z, d, n, copies=np.array([1.0]))
+    both, _ = mva(z, np.array([[0.3], [0.3]]), n, copies=np.array([1.0, 1.0]),
+                  together=np.array([0, 0]))
+    apart, _ = mva(z, np.array([[0.3], [0.3]]), n, copies=np.array([1.0, 1.0]))
+    assert both[0] == pytest.approx(one[0], rel=1e-9)
+    assert apart[0] < both[0]  # visited one after another, the two add up
+
+
+def test_a_transfer_takes_its_busier_stations_residence():
+    # class 0 crosses a shared link and its own NIC at once; class 1 only the shared link.
+    # Where the NIC is idle but slow, class 0's transfer lasts the NIC's visit
+    z = np.array([0.5, 0.5])
+    d = np.array([[0.1, 0.1], [0.4, 0.0]])
+    x, r = mva(z, d, np.array([1.0, 3.0]), copies=np.array([1.0, 1.0]),
+               together=np.array([0, 0]))
+    assert r[0, 0] == r[1, 0] == pytest.approx(0.4)  # alone at its NIC
+    assert x[0] == pytest.approx(1.0 / (0.5 + 0.4))
+    assert r[1, 1] == 0.0 and r[0, 1] > 0.1  # class 1 never at the NIC, queues at the link

@@ -252,17 +252,20 @@ def test_simulate_agrees_on_a_dgx_pod():
         assert s.bottleneck == a.bottleneck
 
 
-def test_asp_gpus_capped_by_their_nic_share_do_not_queue_at_a_shard_that_carries_every_nic():
-    # 2 servers × 2 GPUs behind 200 Mbit NICs, one 400 Mbit shard: the shard carries both NICs
-    # at full speed, so no GPU waits there; each moves its bytes at its NIC share, as in BSP
+def test_asp_gpus_of_one_server_move_on_phases_of_their_own():
+    # 2 servers × 2 GPUs behind 200 Mbit NICs, one 400 Mbit shard (the dev matrix's
+    # fresh-srv-ps-asp-2x2): GPUs that have parted use the NIC whole while the other one
+    # computes, so ASP runs faster than BSP's lockstep (measured: 0.67-0.71 s parted against
+    # 0.84 s together), in both predictors alike
     workload = make_workload([(0.01, 0.02, [1_000_000])] * 8, update_s_per_byte=5e-10)
     cluster = {"bandwidth": "200Mbps", "latency": "50us",
                "nodes": {"count": 2, "gpus": 2, "intra": "1Gbps"},
                "ps": {"count": 1, "bandwidth": "400Mbps"}}
     asp = predict(workload=workload, cluster=cluster, sync="asp")
     bsp = predict(workload=workload, cluster=cluster)
-    assert asp.iteration_time_s == pytest.approx(bsp.iteration_time_s, rel=1e-9)  # was +11.5%
-    # (the simulator starts each server at a random phase, its GPUs together)
+    assert asp.iteration_time_s < 0.9 * bsp.iteration_time_s
     simulated = predict(workload=workload, cluster=cluster, sync="asp", method="simulate",
                         iterations=20)
     assert asp.iteration_time_s == pytest.approx(simulated.iteration_time_s, rel=0.02)
+
+

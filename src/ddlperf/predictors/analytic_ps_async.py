@@ -10,6 +10,7 @@ them), ASP where ASP gives every worker one rate; never worse than BSP.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import fields, is_dataclass, replace
 
 import numpy as np
@@ -86,10 +87,10 @@ def _hosts(shard: ShardPlan, group: GroupPlan) -> int:
     return 0
 
 
-def _ps_queueing(sc: Scenario
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray]:
-    """Think times (C,), station demands (S, C), populations (C,), station names and floors
-    (S, C).
+def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str],
+                                         np.ndarray, np.ndarray, np.ndarray]:
+    """Think times (C,), station demands (S, C), populations (C,), station names, floors
+    (S, C), copies (S,) and transfers (S,) (:func:`~ddlperf.predictors.queueing.mva`).
 
     Each shard's downlink, uplink and optimizer are queueing stations; a class's demand at a
     shard's links is its workers' mean remote share of the shard's bytes (nothing for the
@@ -105,10 +106,14 @@ def _ps_queueing(sc: Scenario
     than the shard's rate (:func:`~ddlperf.predictors.queueing.mva`). Without it a 600 Mbit
     shard fed by three 200 Mbit workers queued them as one 600 Mbit server (+8.5% against the
     simulator, which finds no contention). On a server a GPU's own rate is its share of the
-    NIC, as in its alone cycle.
+    NIC, as in its alone cycle, unless its GPUs move on phases of their own
+    (:func:`independent_gpus`): then its server's NIC is a station of its own per server
+    (:func:`_nic_stations`), crossed by a push together with the shard's link, and a GPU alone
+    has the whole NIC (:func:`gpu_alone`).
     """
     alpha = sc.latency_s
     shard_bytes = sc.placement.sum(axis=0)
+    alone = [gpu_alone(sc, g) for g in sc.groups]  # each class's worker as it moves alone
     # per part (downlink, uplink, update): the shards work in parallel (a worker's tensors go
     # to all of them at once), so the part is one station at the busiest shard's demand
     parts: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
@@ -129,8 +134,8 @@ def _ps_queueing(sc: Scenario
                 # a GPU's own rate: its share of its server's NIC (``GroupPlan.up``), the
                 # rate its alone cycle (the think time) was priced at; a pull at most its
                 # process's receive cap
-                own = np.array([g.up if part == "downlink" else min(g.down, sc.receive_cap)
-                                for g in sc.groups])
+                own = np.array([a.up if part == "downlink" else min(a.down, sc.receive_cap)
+                                for a in alone])
                 low = shard_bytes[k] * remote / own
             if best is None or float(d.max()) > float(best[1].max()):
                 best = (f"{shard.name} {part}", d, low)
@@ -138,27 +143,86 @@ def _ps_queueing(sc: Scenario
         parts[part] = best
     if sc.strategy.overlap:  # push, update and pull pipelined: one station, the largest
         name = max(parts.values(), key=lambda item: float(item[1].max()))[0]
-        names = [name]
-        rows = [np.max(np.array([v for _n, v, _f in parts.values()]), axis=0)]
-        lows = [np.max(np.array([f for _n, _v, f in parts.values()]), axis=0)]
+        stations = [(name, np.max(np.array([v for _n, v, _f in parts.values()]), axis=0),
+                     np.max(np.array([f for _n, _v, f in parts.values()]), axis=0), 1, "all")]
     else:
-        names = [n for n, _v, _f in parts.values()]
-        rows = [v for _n, v, _f in parts.values()]
-        lows = [f for _n, _v, f in parts.values()]
-    demand, floor = np.array(rows), np.array(lows)
-    alone_visit = np.maximum(floor, demand)  # a visit to an idle station
+        stations = [(n, v, f, 1, part) for part, (n, v, f) in parts.items()]
+    stations += _nic_stations(sc, alone)
+    names = [n for n, _v, _f, _m, _p in stations]
+    demand = np.array([v for _n, v, _f, _m, _p in stations])
+    floor = np.array([f for _n, _v, f, _m, _p in stations])
+    copies = np.array([m for _n, _v, _f, m, _p in stations], dtype=float)
+    # a GPU's push crosses its NIC and the shard's link at once (one transfer)
+    transfer = {"all": 0, "nic": 0, "downlink": 0, "nic uplink": 0, "uplink": 1,
+                "nic downlink": 1, "update": 2}
+    together = np.array([transfer[p] for *_r, p in stations])
+    idle = np.maximum(floor, demand)  # a visit to idle stations, per transfer
+    alone_visit = np.array([idle[together == t].max(axis=0) if (together == t).any()
+                            else np.zeros(len(sc.groups)) for t in range(3)])
     if sc.strategy.overlap:
-        think = np.array([max(alone_cycle(sc, g) - float(alone_visit[:, c].sum()), 0.0)
-                          for c, g in enumerate(sc.groups)])
+        think = np.array([max(alone_cycle(sc, a) - float(alone_visit[:, c].sum()), 0.0)
+                          for c, a in enumerate(alone)])
     else:
         think = np.array([
-            g.compute_s + 2 * alpha
-            + max(0.0, alone_transfer_s(sc, g, g.up) - float(alone_visit[0][c]))
-            + max(0.0, alone_transfer_s(sc, g, g.down, pull=True) - float(alone_visit[1][c]))
-            for c, g in enumerate(sc.groups)
+            a.compute_s + 2 * alpha
+            + max(0.0, alone_transfer_s(sc, a, a.up) - float(alone_visit[0][c]))
+            + max(0.0, alone_transfer_s(sc, a, a.down, pull=True) - float(alone_visit[1][c]))
+            for c, a in enumerate(alone)
         ])
     population = np.array([g.count for g in sc.groups], dtype=float)
-    return think, demand, population, names, floor
+    return think, demand, population, names, floor, copies, together
+
+
+def independent_gpus(sc: Scenario, group: GroupPlan) -> bool:
+    """Whether ``group``'s GPUs move on their own phases through their server's NIC.
+
+    Two GPUs of one server keep whatever offset they have on their shared NIC, and lockstep
+    there is metastable: in the measured runs of 2 servers × 2 GPUs (ASP, no local
+    aggregation) a server's GPUs that parted (after 15 and 30 iterations) never came back
+    together, and ran at 0.67-0.71 s where GPUs still together ran at 0.84 s (docs/models.md),
+    as two workers on a dedicated shard do (unlike :func:`remote_pair`). A job of thousands of
+    iterations is parted, so each GPU is a customer of its own, meeting its server's other
+    GPUs at the NIC. Not with racks (a GPU's rack share is priced with every GPU present) or a
+    shard on the group's servers; local aggregation (BSP only) has the GPUs wait for each
+    other every iteration.
+    """
+    return (group.gpus > 1 and not sc.strategy.local_aggregation and sc.racks is None
+            and not any(_hosts(shard, group) for shard in sc.shards))
+
+
+def gpu_alone(sc: Scenario, group: GroupPlan) -> GroupPlan:
+    """``group``'s worker as it moves alone: a GPU of :func:`independent_gpus` has its
+    server's NIC (and its own fabric link) to itself; anyone else its path rate."""
+    if not independent_gpus(sc, group):
+        return group
+    fabric = math.inf if group.intra is None else group.intra
+    return replace(group, gpus=1, up=min(group.nic_up, fabric),
+                   down=min(group.nic_down, fabric))
+
+
+def _nic_stations(sc: Scenario, alone: list[GroupPlan]
+                  ) -> list[tuple[str, np.ndarray, np.ndarray, int, str]]:
+    """The server NICs of :func:`independent_gpus` classes as stations of their own (one per
+    server, met only by its GPUs): (name, demand (C,), floor (C,), copies, part). A GPU's
+    remote bytes to every shard cross its NIC (the shards in parallel, one transfer)."""
+    shard_bytes = sc.placement.sum(axis=0)
+    out: list[tuple[str, np.ndarray, np.ndarray, int, str]] = []
+    for c, (g, a) in enumerate(zip(sc.groups, alone)):
+        if a is g:
+            continue
+        moved = float(shard_bytes.sum())
+        own = np.arange(len(sc.groups)) == c
+        up = (np.where(own, moved / g.nic_up, 0.0), np.where(own, moved / a.up, 0.0))
+        down = (np.where(own, moved / g.nic_down, 0.0),
+                np.where(own, moved / min(a.down, sc.receive_cap), 0.0))
+        if sc.strategy.overlap:  # pipelined with the rest: the busier direction
+            hot = "uplink" if up[0][c] >= down[0][c] else "downlink"
+            out.append((g.nic_name(hot), np.maximum(up[0], down[0]),
+                        np.maximum(up[1], down[1]), g.servers, "nic"))
+        else:
+            out += [(g.nic_name("uplink"), *up, g.servers, "nic uplink"),
+                    (g.nic_name("downlink"), *down, g.servers, "nic downlink")]
+    return out
 
 
 def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
@@ -176,8 +240,10 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     The exception is :func:`remote_pair`: the two remote workers of a host that holds every
     shard stay in lockstep, so they run BSP's schedule of the two alone with the shards.
     """
-    think, demand, population, _names, floor = _ps_queueing(sc)
-    throughput, _ = mva(think, demand, population, floor=floor)
+    think, demand, population, _names, floor, copies, together = _ps_queueing(sc)
+    nics = len(together) > len(set(together.tolist()))  # some NIC shares a transfer
+    throughput, _ = mva(think, demand, population, floor=floor,
+                        copies=copies if nics else None, together=together if nics else None)
     periods = population / throughput
     pair = remote_pair(sc)
     if pair is not None:  # in lockstep: BSP's schedule of the two alone with the shards

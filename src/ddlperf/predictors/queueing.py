@@ -7,7 +7,8 @@ import numpy as np
 
 def mva(
     think: np.ndarray, demand: np.ndarray, population: np.ndarray, iterations: int = 500,
-    floor: np.ndarray | None = None,
+    floor: np.ndarray | None = None, copies: np.ndarray | None = None,
+    together: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Closed multi-class queueing network by mean value analysis.
 
@@ -20,9 +21,19 @@ def mva(
     crosses, which serves c = floor/demand such flows at full speed): residence is
     max(floor, demand · (1 + queue seen)), i.e. a flow slows only when more than c are
     present. A floor at or below the demand changes nothing (bit for bit).
+
+    ``copies`` (S,): a station that stands for that many identical stations, each visited by
+    an equal share of its classes' customers (a server's NIC, met only by its own GPUs): a
+    customer sees one copy's queue, less itself (Bard–Schweitzer, also for one class).
+
+    ``together`` (S,): stations with one label are crossed at once by one transfer (a GPU's
+    push through its server's NIC and the shard's link): the transfer takes the longest of
+    their residences, and the customer sits in the queue of each of them for all of it.
+    Without it every station is visited on its own (the labels 0 … S−1).
     """
     stations, classes = demand.shape
-    if classes == 1:
+    split = np.ones((stations, 1)) if copies is None else np.asarray(copies, float)[:, None]
+    if classes == 1 and copies is None and together is None:
         # exact recursion over the population; plain floats beat numpy for a few stations
         d = demand[:, 0].tolist()
         low = [0.0] * stations if floor is None else floor[:, 0].tolist()
@@ -35,15 +46,25 @@ def mva(
             throughput = n / (z + sum(residence))
             queue = [throughput * r for r in residence]
         return np.array([throughput]), np.array(residence)[:, None]
+    visits: list[np.ndarray] = []
+    if together is not None:
+        labels = np.asarray(together)
+        visits = [labels == label for label in dict.fromkeys(labels.tolist())]
+        crossed = demand > 0 if floor is None else (demand > 0) | (floor > 0)
     queue = demand * population / max(demand.shape[0], 1)  # initial guess (S, C)
     throughput = np.zeros(classes)
     residence = demand.copy()
     for _ in range(iterations):
-        seen = queue.sum(axis=1, keepdims=True) - queue / population
+        seen = queue.sum(axis=1, keepdims=True) / split - queue / population
         residence = demand * (1.0 + seen)
         if floor is not None:
             residence = np.maximum(floor, residence)
-        throughput = population / (think + residence.sum(axis=0))
+        spent = residence.sum(axis=0)
+        if visits:  # a transfer lasts its longest station's residence
+            spent = sum(residence[rows].max(axis=0) for rows in visits)
+            for rows in visits:
+                residence[rows] = np.where(crossed[rows], residence[rows].max(axis=0), 0.0)
+        throughput = population / (think + spent)
         new_queue = residence * throughput
         if np.allclose(new_queue, queue, rtol=1e-10, atol=1e-12):
             queue = new_queue

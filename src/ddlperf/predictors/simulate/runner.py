@@ -279,16 +279,18 @@ class _Job:
         self.pair = sharing_pair(sc, units) if phase_ranges is not None else set()
 
     def starts(self, replication: int) -> list[float] | None:
-        """Replication ``replication``'s start times (random phases; None: all at once). The
-        GPUs of one server share one phase: on their shared NIC they stay together (measured:
-        a server's GPUs kept lockstep for 60 iterations in 3 of 4 server runs, docs/models.md),
-        as the analytic model's NIC share has them; so do the two remote workers of a host
-        that holds every shard (:func:`sharing_pair`)."""
+        """Replication ``replication``'s start times (random phases; None: all at once). Every
+        worker draws its own phase, the GPUs of one server too: on their shared NIC two GPUs
+        keep whatever offset they have, and lockstep there is metastable, as for a dedicated
+        pair (:func:`sharing_pair`): in the measured runs of 2 servers × 2 GPUs a server's GPUs
+        that parted (after 15 and 30 iterations) never came back together, and ran at
+        0.67-0.71 s where the ones still together ran at 0.84 s (docs/models.md). A job of
+        thousands of iterations is parted. Only the two remote workers of a host that holds
+        every shard start together (:func:`sharing_pair`)."""
         if self.phase_ranges is None:
             return None
         rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
-        keys = [("server", u.server) if u.group.gpus > 1
-                else ("pair", 0) if u.index in self.pair else ("worker", u.first)
+        keys = [("pair", 0) if u.index in self.pair else ("worker", u.first)
                 for u in self.units]
         phase: dict[tuple[str, int], float] = {}
         for key in keys:
