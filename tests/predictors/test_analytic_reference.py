@@ -14,7 +14,7 @@ figure (−0.04% → 0.00%); 6 rows of one worker alone with its shard (BSP, ASP
 latency its local transfers had paid (+0.36% → 0.00%); 6 SSP rows with identical workers and 3
 shards take BSP's figure and moved with it (+0.05%; their distance to the simulator, +21-30%,
 is the ASP model's); 8 ASP rows with one shard moved by at most 1e-3 through the shard host's
-one-worker cycle (that latency again). Nothing else changed. In the tenth session (issue 11,
+one-worker cycle (that latency again). Nothing else changed. In the ninth session (issue 11,
 ASP GPUs of one server on phases of their own, ``analytic_ps_async.independent_gpus``) the 16
 ASP rows of grid ``servers`` without local aggregation, and only those, by
 ``tools/refreeze_reference_rows.py server_gpu_phases``: 10 moved onto the simulator (+12.8 …
