@@ -1,8 +1,9 @@
 """ASP start phases: the two remote workers of a host holding every shard start together (their
 offset is neutral on a fairly shared link, the trainers start every worker at once, and
-measured runs stayed together); two workers on dedicated shards, three or more, and everything
-else start at random phases (measured: a dedicated pair leaves lockstep for half a period
-apart)."""
+measured runs stayed together); two workers on dedicated shards, three or more, the GPUs of one
+server and everything else start at random phases (measured: a dedicated pair, and a server's
+pair of GPUs, leave lockstep for half a period apart and stay parted). SSP with identical
+workers is ASP (nobody is held by the bound), phases included."""
 
 from __future__ import annotations
 
@@ -78,3 +79,22 @@ def test_the_pair_predicts_its_lockstep_period() -> None:
     pair = {w.name: w.iteration_time_s for w in p.workers}
     assert pair["w1"] == pytest.approx(float(together.measures[1].period.mean()), rel=0.02)
     assert pair["w1"] == pytest.approx(pair["w2"], rel=1e-9)
+
+
+def test_each_gpu_of_a_server_draws_its_own_phase() -> None:
+    sc, units = _units(workers=4, ps=1, gpus_per_node=2, intra="NVLink2")
+    job = _Job(sc, units, 2, 10, None, 0, False, "coalesced", phase_ranges(sc, units))
+    for replication in range(3):
+        assert len(set(job.starts(replication))) == 4
+
+
+def test_ssp_with_identical_workers_runs_at_asp_phases_not_in_lockstep() -> None:
+    kw = dict(workload=WL, workers=4, ps=1, bandwidth="200Mbps", method="simulate",
+              iterations=20, warmup=3)
+    asp = predict(sync="asp", **kw).iteration_time_s
+    ssp = predict(sync="ssp", staleness=2, **kw).iteration_time_s
+    sc, units = _units(workers=4, ps=1)
+    lockstep = simulate_once(sc, units, 3, 20, None, 0, 0, False, starts=[0.0] * 4)
+    together = float(np.mean([m.period.mean() for m in lockstep.measures]))
+    assert ssp == pytest.approx(asp, rel=0.01)
+    assert ssp < 0.95 * together  # spread phases share the shard's link better

@@ -109,8 +109,11 @@ def predict_simulate(
                              opts["jitter"])
     noisy = has_jitter(sc, cv)
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
-    phased = (asynchronous and sc.strategy.effective_sync == "asp"
-              and any(g.count > 1 for g in sc.groups))
+    # identical workers under SSP are never held by the bound: SSP is ASP there (as in the
+    # analytic model, ``analytic_ps_async.ps_ssp``), phases included
+    identical = len(sc.groups) == 1 and all(s.host is None for s in sc.shards)
+    phased = (asynchronous and any(g.count > 1 for g in sc.groups)
+              and (sc.strategy.effective_sync == "asp" or identical))
     units = make_units(sc, individual=noisy or asynchronous)
     log = timeline if timeline is not None else (
         TrackLog() if opts["trace"] is not None else None)
@@ -147,12 +150,13 @@ def predict_simulate(
         notes.append(f"simulate: compute jitter lognormal ({source}); p5/p95 over all "
                      "measured iterations of all replications")
     elif phased:
-        notes.append(f"simulate: identical ASP workers keep their phase offsets, so each of "
-                     f"{runs_wanted} runs starts every worker (a server's GPUs together, and "
-                     f"the two remote workers of a host holding every shard together) at a "
-                     f"random phase (seed {opts['seed']}; runs are added, up to "
-                     f"{max(reps, PHASE_DRAWS)}, until the mean's standard error is below "
-                     f"{PHASE_SE:.1%}); the mean is reported, p5/p95 span the runs")
+        kind = "ASP" if sc.strategy.effective_sync == "asp" else "SSP (never held: ASP)"
+        notes.append(f"simulate: identical {kind} workers keep their phase offsets, so each of "
+                     f"{runs_wanted} runs starts every worker (the two remote workers of a "
+                     f"host holding every shard together) at a random phase (seed "
+                     f"{opts['seed']}; runs are added, up to {max(reps, PHASE_DRAWS)}, until "
+                     f"the mean's standard error is below {PHASE_SE:.1%}); the mean is "
+                     "reported, p5/p95 span the runs")
     elif reps > 1:
         notes.append("simulate: deterministic (no jitter), so the replications are one run")
     if any(u.count > 1 for u in units):
