@@ -131,9 +131,10 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
                     connected = np.array([1.0 - (g.gpus == 1 and _hosts(shard, g) > 0) / g.count
                                           for g in sc.groups])
                     d = np.maximum(d, shard_bytes[k] * connected / sc.receive_cap)
-                # a GPU's own rate: its share of its server's NIC (``GroupPlan.up``), the
-                # rate its alone cycle (the think time) was priced at; a pull at most its
-                # process's receive cap
+                # a GPU's own rate, the one its alone cycle (the think time) is priced at:
+                # its share of its server's NIC (``GroupPlan.up``), or the whole NIC where
+                # its server's GPUs move on phases of their own (``gpu_alone``); a pull at
+                # most its process's receive cap
                 own = np.array([a.up if part == "downlink" else min(a.down, sc.receive_cap)
                                 for a in alone])
                 low = shard_bytes[k] * remote / own
@@ -152,7 +153,8 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     demand = np.array([v for _n, v, _f, _m, _p in stations])
     floor = np.array([f for _n, _v, f, _m, _p in stations])
     copies = np.array([m for _n, _v, _f, m, _p in stations], dtype=float)
-    # a GPU's push crosses its NIC and the shard's link at once (one transfer)
+    # a GPU's push crosses its NIC and the shard's link at once (one transfer), so does its
+    # pull the other way; the update is a transfer of its own
     transfer = {"all": 0, "nic": 0, "downlink": 0, "nic uplink": 0, "uplink": 1,
                 "nic downlink": 1, "update": 2}
     together = np.array([transfer[p] for *_r, p in stations])
