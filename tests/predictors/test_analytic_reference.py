@@ -19,7 +19,10 @@ ASP GPUs of one server on phases of their own, ``analytic_ps_async.independent_g
 ASP rows of grid ``servers`` without local aggregation, and only those, by
 ``tools/refreeze_reference_rows.py server_gpu_phases``: 10 moved onto the simulator (+12.8 …
 +40.5% → +2.6 … +10.4%), 6 bound by two 10 Gbit shards moved away by at most 2.2 points (+0.16
-… +1.93% → +2.19 … +2.35%).
+… +1.93% → +2.19 … +2.35%); then the 8 SSP(1) PS rows of grid ``racks``, and only those, by
+``tools/refreeze_reference_rows.py rack_links`` (a rack's links as stations of their own):
+2 moved nearer the simulator, 6 away (to −17.1% at most; SSP(1) with identical workers is
+taken as ASP, the simulator's bound holds them at staleness 1: docs/models.md, SSP).
 """
 
 from __future__ import annotations

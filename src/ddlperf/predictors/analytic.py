@@ -25,7 +25,13 @@ from __future__ import annotations
 from ddlperf.prediction import Prediction
 from ddlperf.predictors.analytic_allreduce import allreduce
 from ddlperf.predictors.analytic_colocated import colocated_view
-from ddlperf.predictors.analytic_ps_async import ASP_RATES_AGREE, async_resources, ps_async, ps_ssp
+from ddlperf.predictors.analytic_ps_async import (
+    ASP_RATES_AGREE,
+    async_resources,
+    ps_async,
+    ps_ssp,
+    ssp_is_asp,
+)
 from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ps_bsp, ps_layout
 from ddlperf.predictors.assembly import (
     GroupTime,
@@ -46,6 +52,13 @@ __all__ = [
     "colocated_view", "describe_inputs", "goodput_note", "mva", "name_bottleneck",
     "predict_analytic", "ps_async", "ps_bsp", "ps_layout", "ps_ssp", "single_worker_baseline",
 ]
+
+
+def ssp_runs_as_asp(sc: Scenario) -> bool:
+    """Whether the analytic model runs this SSP scenario as ASP (nobody held by the bound,
+    :func:`~ddlperf.predictors.analytic_ps_async.ssp_is_asp`), on the views it predicts it
+    with; the simulator then starts the workers at random phases, as under ASP."""
+    return ssp_is_asp(colocated_view(sc), colocated_view(sc, scaled=False))
 
 
 def predict_analytic(sc: Scenario) -> Prediction:

@@ -107,9 +107,9 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     shard fed by three 200 Mbit workers queued them as one 600 Mbit server (+8.5% against the
     simulator, which finds no contention). On a server a GPU's own rate is its share of the
     NIC, as in its alone cycle, unless its GPUs move on phases of their own
-    (:func:`independent_gpus`): then its server's NIC is a station of its own per server
-    (:func:`_nic_stations`), crossed by a push together with the shard's link, and a GPU alone
-    has the whole NIC (:func:`gpu_alone`).
+    (:func:`independent_gpus`): then its server's NIC is a station of its own per server, and
+    so is its rack's link per rack (:func:`_shared_link_stations`), crossed by a push together
+    with the shard's link, and a GPU alone has them whole (:func:`gpu_alone`).
     """
     alpha = sc.latency_s
     shard_bytes = sc.placement.sum(axis=0)
@@ -148,15 +148,15 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
                      np.max(np.array([f for _n, _v, f in parts.values()]), axis=0), 1, "all")]
     else:
         stations = [(n, v, f, 1, part) for part, (n, v, f) in parts.items()]
-    stations += _nic_stations(sc, alone)
+    stations += _shared_link_stations(sc, alone)
     names = [n for n, _v, _f, _m, _p in stations]
     demand = np.array([v for _n, v, _f, _m, _p in stations])
     floor = np.array([f for _n, _v, f, _m, _p in stations])
     copies = np.array([m for _n, _v, _f, m, _p in stations], dtype=float)
     # a GPU's push crosses its NIC and the shard's link at once (one transfer), so does its
     # pull the other way; the update is a transfer of its own
-    transfer = {"all": 0, "nic": 0, "downlink": 0, "nic uplink": 0, "uplink": 1,
-                "nic downlink": 1, "update": 2}
+    transfer = {"all": 0, "link": 0, "downlink": 0, "link uplink": 0, "uplink": 1,
+                "link downlink": 1, "update": 2}
     together = np.array([transfer[p] for *_r, p in stations])
     idle = np.maximum(floor, demand)  # a visit to idle stations, per transfer
     alone_visit = np.array([idle[together == t].max(axis=0) if (together == t).any()
@@ -176,54 +176,87 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
 
 
 def independent_gpus(sc: Scenario, group: GroupPlan) -> bool:
-    """Whether ``group``'s GPUs move on their own phases through their server's NIC.
+    """Whether ``group``'s workers move on phases of their own through links they share with
+    other workers of theirs (a server's NIC, a rack's uplink), rather than all together.
 
     Two GPUs of one server keep whatever offset they have on their shared NIC, and lockstep
     there is metastable: in the measured runs of 2 servers × 2 GPUs (ASP, no local
-    aggregation) a server's GPUs that parted (after 15 and 30 iterations) never came back
-    together, and ran at 0.67-0.71 s where GPUs still together ran at 0.84 s (docs/models.md),
-    as two workers on a dedicated shard do (unlike :func:`remote_pair`). A job of thousands of
-    iterations is parted, so each GPU is a customer of its own, meeting its server's other
-    GPUs at the NIC. Not with racks (a GPU's rack share is priced with every GPU present) or a
-    shard on the group's servers; local aggregation (BSP only) has the GPUs wait for each
-    other every iteration.
+    aggregation) a server's GPUs that parted never came back together and settled half a
+    period apart, where GPUs still together ran 20% slower (docs/models.md), as two workers on
+    a dedicated shard do (unlike :func:`remote_pair`). A job of thousands of iterations is
+    parted, so each GPU is a customer of its own, meeting its server's other GPUs at the NIC
+    and its rack's other workers at the rack's links. Not with a shard on the group's servers,
+    nor with racks that hold shards (their links carry others' pulls); local aggregation
+    (BSP only) has a server's GPUs wait for each other every iteration.
     """
-    return (group.gpus > 1 and not sc.strategy.local_aggregation and sc.racks is None
-            and not any(_hosts(shard, group) for shard in sc.shards))
+    if sc.strategy.local_aggregation or any(_hosts(shard, group) for shard in sc.shards):
+        return False
+    if sc.racks is not None:
+        return all(shard.host is None for shard in sc.shards)
+    return group.gpus > 1
 
 
 def gpu_alone(sc: Scenario, group: GroupPlan) -> GroupPlan:
-    """``group``'s worker as it moves alone: a GPU of :func:`independent_gpus` has its
-    server's NIC (and its own fabric link) to itself; anyone else its path rate."""
+    """``group``'s worker as it moves alone: a worker of :func:`independent_gpus` has its
+    server's NIC, its own fabric link and its rack's links to itself; anyone else its path
+    rate (its share of them when all move at once)."""
     if not independent_gpus(sc, group):
         return group
     fabric = math.inf if group.intra is None else group.intra
-    return replace(group, gpus=1, up=min(group.nic_up, fabric),
-                   down=min(group.nic_down, fabric))
+    rack_up, rack_down = ((math.inf, math.inf) if sc.racks is None
+                          else (sc.racks.up, sc.racks.down))
+    return replace(group, gpus=1, up=min(group.nic_up, fabric, rack_up),
+                   down=min(group.nic_down, fabric, rack_down))
 
 
-def _nic_stations(sc: Scenario, alone: list[GroupPlan]
-                  ) -> list[tuple[str, np.ndarray, np.ndarray, int, str]]:
-    """The server NICs of :func:`independent_gpus` classes as stations of their own (one per
-    server, met only by its GPUs): (name, demand (C,), floor (C,), copies, part). A GPU's
-    remote bytes to every shard cross its NIC (the shards in parallel, one transfer)."""
-    shard_bytes = sc.placement.sum(axis=0)
-    out: list[tuple[str, np.ndarray, np.ndarray, int, str]] = []
+Station = tuple[str, np.ndarray, np.ndarray, int, str]  # name, demand, floor, copies, part
+
+
+def _shared_link_stations(sc: Scenario, alone: list[GroupPlan]) -> list[Station]:
+    """The links that :func:`independent_gpus` workers share among themselves, as stations:
+    a server's NIC (one per server, met only by its GPUs: copies = servers) and a rack's
+    uplink and downlink (one per rack, met by the workers in it; a group of whole racks has
+    its own, copies = its racks). Every byte a worker moves to or from the shards crosses
+    them (the shards in parallel, one transfer; dedicated shards sit outside every rack)."""
+    moved = float(sc.placement.sum())
+    overlap = sc.strategy.overlap
+    classes = np.arange(len(sc.groups))
+    links: list[tuple[str, str, np.ndarray, float, float, np.ndarray, np.ndarray, int]] = []
+    racks = sc.racks
+    shared_racks: dict[int, list[int]] = {}
     for c, (g, a) in enumerate(zip(sc.groups, alone)):
         if a is g:
             continue
-        moved = float(shard_bytes.sum())
-        own = np.arange(len(sc.groups)) == c
-        up = (np.where(own, moved / g.nic_up, 0.0), np.where(own, moved / a.up, 0.0))
-        down = (np.where(own, moved / g.nic_down, 0.0),
-                np.where(own, moved / min(a.down, sc.receive_cap), 0.0))
-        if sc.strategy.overlap:  # pipelined with the rest: the busier direction
-            hot = "uplink" if up[0][c] >= down[0][c] else "downlink"
-            out.append((g.nic_name(hot), np.maximum(up[0], down[0]),
-                        np.maximum(up[1], down[1]), g.servers, "nic"))
+        own = classes == c
+        low_up, low_down = own * moved / a.up, own * moved / min(a.down, sc.receive_cap)
+        if g.gpus > 1:
+            links.append((g.nic_name("uplink"), g.nic_name("downlink"), own, g.nic_up,
+                          g.nic_down, low_up, low_down, g.servers))
+        if racks is not None and g.rack is not None:
+            if g.whole_racks:
+                links.append((racks.name(g.rack, "uplink"), racks.name(g.rack, "downlink"),
+                              own, racks.up, racks.down, low_up, low_down, g.whole_racks))
+            else:
+                shared_racks.setdefault(g.rack, []).append(c)
+    own_up = np.array([a.up for a in alone])
+    own_down = np.array([min(a.down, sc.receive_cap) for a in alone])
+    for rack, members in shared_racks.items():  # a rack shared by several groups
+        assert racks is not None
+        inside = np.isin(classes, members)
+        links.append((racks.name(rack, "uplink"), racks.name(rack, "downlink"), inside,
+                      racks.up, racks.down, inside * moved / own_up, inside * moved / own_down,
+                      1))
+    out: list[Station] = []
+    for up_name, down_name, visits, up_rate, down_rate, up_low, down_low, copies in links:
+        up = (visits * moved / up_rate, up_low)
+        down = (visits * moved / down_rate, down_low)
+        if overlap:  # pipelined with the rest: the busier direction
+            hot = up_name if up_rate <= down_rate else down_name
+            out.append((hot, np.maximum(up[0], down[0]), np.maximum(up[1], down[1]), copies,
+                        "link"))
         else:
-            out += [(g.nic_name("uplink"), *up, g.servers, "nic uplink"),
-                    (g.nic_name("downlink"), *down, g.servers, "nic downlink")]
+            out += [(up_name, *up, copies, "link uplink"),
+                    (down_name, *down, copies, "link downlink")]
     return out
 
 
@@ -335,8 +368,20 @@ def ps_ssp(sc: Scenario, bsp_view: Scenario | None = None
     model sees it where it differs from ``sc`` (colocated shards, not scaled).
     """
     times, period, resources = ps_async(sc)
-    periods = [t.iteration_s for t in times]
     bsp = ps_bsp(sc if bsp_view is None else bsp_view)
-    if max(periods) > min(periods) * (1 + ASP_RATES_AGREE) or period >= bsp[1]:
+    if not _never_held(times, period, bsp[1]):
         return bsp
     return times, period, resources
+
+
+def ssp_is_asp(sc: Scenario, bsp_view: Scenario | None = None) -> bool:
+    """Whether SSP runs as ASP here (:func:`ps_ssp`): every worker at one ASP rate, faster
+    than BSP, so the bound never holds anyone. The simulator starts such workers at random
+    phases as it does under ASP."""
+    times, period, _resources = ps_async(sc)
+    return _never_held(times, period, ps_bsp(sc if bsp_view is None else bsp_view)[1])
+
+
+def _never_held(times: list[GroupTime], period: float, bsp_period: float) -> bool:
+    periods = [t.iteration_s for t in times]
+    return max(periods) <= min(periods) * (1 + ASP_RATES_AGREE) and period < bsp_period

@@ -109,11 +109,8 @@ def predict_simulate(
                              opts["jitter"])
     noisy = has_jitter(sc, cv)
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
-    # identical workers under SSP are never held by the bound: SSP is ASP there (as in the
-    # analytic model, ``analytic_ps_async.ps_ssp``), phases included
-    identical = len(sc.groups) == 1 and all(s.host is None for s in sc.shards)
     phased = (asynchronous and any(g.count > 1 for g in sc.groups)
-              and (sc.strategy.effective_sync == "asp" or identical))
+              and (sc.strategy.effective_sync == "asp" or _ssp_never_held(sc)))
     units = make_units(sc, individual=noisy or asynchronous)
     log = timeline if timeline is not None else (
         TrackLog() if opts["trace"] is not None else None)
@@ -236,6 +233,16 @@ def _standard_error(compute: np.ndarray) -> float:
     catch-up itself, a worker going from free-running to held, and would hide it)."""
     n = len(compute)
     return float(compute.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+
+
+def _ssp_never_held(sc: Scenario) -> bool:
+    """SSP where every worker runs at one ASP rate, faster than BSP: the bound never holds
+    anyone, so SSP is ASP there, phases included; the analytic model's own test
+    (:func:`~ddlperf.predictors.analytic.ssp_runs_as_asp`), so both predictors agree on
+    which runs it is."""
+    from ddlperf.predictors.analytic import ssp_runs_as_asp
+
+    return ssp_runs_as_asp(sc)
 
 
 def phase_ranges(sc: Scenario, units: list) -> list[float]:
