@@ -81,6 +81,28 @@ def test_messages_queued_ahead_go_out_as_if_sent_at_their_ready_time(local) -> N
     assert conn.flow is None
 
 
+@pytest.mark.parametrize("local", [False, True])
+def test_early_connection_tells_each_message_at_its_last_byte(local) -> None:
+    # 100 B/s, α = 0.5 s; x (100 B) sent at 0, y (200 B) queued behind it, z (100 B) sent at
+    # 4 on the idle connection: told (payload, arrival) when the last byte leaves, at 1, 3, 5.
+    # Local mode: the link's clock asks the connection for its next message natively.
+    eng = Engine()
+    net = Network(eng, local=local)
+    a, b = net.add_nic("a", 100.0), net.add_nic("b", 100.0)
+    got: list[tuple[str, float, float]] = []
+    conn = Connection(net, (a.up, b.down), 1, 0.5,
+                      lambda p, arrival: got.append((p, arrival, eng.now)), "a→b", early=True)
+    conn.send(100.0, "x")
+    conn.send(200.0, "y")
+    eng.at(4.0, lambda: conn.send(100.0, "z"))
+    eng.run()
+    assert got == [("x", pytest.approx(1.5), pytest.approx(1.0)),
+                   ("y", pytest.approx(3.5), pytest.approx(3.0)),
+                   ("z", pytest.approx(5.5), pytest.approx(5.0))]
+    assert a.up.bytes == 400.0
+    assert conn.flow is None
+
+
 # -- hand-computed -----------------------------------------------------------------------------
 
 

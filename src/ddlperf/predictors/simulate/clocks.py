@@ -55,28 +55,43 @@ def finish(net: Network, link: Link) -> None:
         done: float = entry[0]  # exactly: that flow has nothing left
         link._v = done
         link._vt = now = engine.now
-        nxt = None if flow.follow is None else flow.follow(flow)
+        more = False
+        size = 0.0
+        tag: Any = None
+        conn = flow.conn
+        if conn is not None:  # (a connection's follow, called natively)
+            message = conn.next_message(flow)
+            if message is not None:
+                more = True
+                size = message.size
+                tag = message.tag
+        elif flow.follow is not None:
+            nxt = flow.follow(flow)
+            if nxt is not None:
+                more = True
+                size = nxt[0]
+                tag = nxt[1]
         top = heap[0] is entry  # (follow leaves the link's tags alone; if not, mark it stale)
         if not top:
             entry[2] = None
-        if nxt is None:
+        if not more:
             if top:
                 heappop(heap)
             net._end(flow)
         else:
-            size: float = nxt[0]
-            net._next_message(flow, size, nxt[1])
+            net._next_message(flow, size, tag)
             net._tags = seq = net._tags + 1
-            flow._entry = entry = [done + size, seq, flow]
-            if top:  # one sift instead of a pop and a push, or none: an entry that
+            if top:  # the finished tag's list takes the next one (it is the flow's
+                # ``_entry``); one sift instead of a pop and a push, or none: an entry that
                 # precedes both children of the root is where heapreplace would leave it
                 # (same layout; ASP: ~2/3 of the next messages, short ones)
+                entry[0] = done + size
+                entry[1] = seq
                 n = len(heap)
-                if (n < 2 or entry < heap[1]) and (n < 3 or entry < heap[2]):
-                    heap[0] = entry
-                else:
+                if not ((n < 2 or entry < heap[1]) and (n < 3 or entry < heap[2])):
                     heapreplace(heap, entry)
             else:
+                flow._entry = entry = [done + size, seq, flow]
                 heappush(heap, entry)
         while heap and heap[0][2] is None:
             heappop(heap)

@@ -174,3 +174,19 @@ def server_link_shares(
             out[f"rack{where} uplink"] = share(rack.up)
             out[f"rack{where} downlink"] = share(rack.down)
     return list(out.items())
+
+
+def merged_pulls(sc: Scenario, units: list[Unit]) -> bool:
+    """Whether a group's BSP pulls run as one connection per shard (exact).
+
+    Under BSP every worker gets every update at the same time, so the pulls of one group's
+    workers are identical message streams over identical links (a dedicated shard's uplink,
+    the workers' NIC and fabric downlinks, which carry nothing else): max-min fairness gives
+    them identical rates, and one flow of weight = the group's workers over downlinks with
+    that many copies moves exactly as they do. Worth it only where a group was split into
+    units (noise); not with colocated shards, local aggregation or racks (their downlinks
+    carry other traffic too).
+    """
+    return (sc.strategy.effective_sync == "bsp" and not sc.strategy.local_aggregation
+            and sc.racks is None and all(shard.host is None for shard in sc.shards)
+            and len(units) > len(sc.groups))

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from math import isfinite
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ddlperf.predictors.simulate.engine import Engine, Handle
+
+if TYPE_CHECKING:
+    from ddlperf.predictors.simulate.connection import Connection
 
 __all__ = ["Flow", "FlowObserver", "FollowHook", "Link", "Nic", "checked_path"]
 
@@ -156,6 +159,7 @@ class Flow:
         "_nb",
         "_new",
         "_others",
+        "conn",
         "end_time",
         "follow",
         "latency",
@@ -182,6 +186,8 @@ class Flow:
     ) -> None:
         self.size = size
         self.follow = follow
+        #: the connection whose messages it carries (its ``follow``, called natively)
+        self.conn: Connection | None = None
         self.links = links
         self.weight = weight
         self.latency = latency

@@ -28,16 +28,16 @@ emulated cluster have them. Its host's own gradients and parameters do not cross
 
 from __future__ import annotations
 
-from typing import Final, cast
+from typing import Any, Final, cast
 
 import numpy as np
 
 from ddlperf.predictors.simulate.aggregation import LocalAggregation
 from ddlperf.predictors.simulate.compute import Processor
-from ddlperf.predictors.simulate.connection import Connection
+from ddlperf.predictors.simulate.connection import Connection, Receiver
 from ddlperf.predictors.simulate.connection_caps import ConnectionCaps
 from ddlperf.predictors.simulate.engine import Engine
-from ddlperf.predictors.simulate.fabric import ServerLinks, server_link_shares
+from ddlperf.predictors.simulate.fabric import ServerLinks, merged_pulls, server_link_shares
 from ddlperf.predictors.simulate.network import Link, Network, Nic
 from ddlperf.predictors.simulate.record import Recorder
 from ddlperf.predictors.simulate.ssp import StalenessGate
@@ -243,6 +243,7 @@ class PSModel:
         early_pulls = net.local and not sc.strategy.local_aggregation
         self.self_wake = early_pulls  # see PSWorker.gate_closed
         pulled = self._pulled_early if early_pulls else self._pulled
+        pushes, pulls = _Ends(self, True), _Ends(self, False)
         self.caps = caps = ConnectionCaps(sc, net)
         self.push_conn: list[list[Connection | None]] = []
         self.pull_conn: list[list[Connection | None]] = [[] for _ in sc.shards]
@@ -262,14 +263,15 @@ class PSModel:
                                       + caps.shard_receive(shard),
                                       unit.count, alpha,
                                       self._pushed_early if early else self._pushed,
-                                      f"{unit.label}→{shard.name}", up, early))
+                                      f"{unit.label}→{shard.name}", up, early, pushes))
                 if not merged:
                     down = connection_tracks(log, unit, shard.name, "pull")
                     from_shard = links.from_shard(unit.index, shard, self.shard_nic[k])
                     self.pull_conn[k].append(Connection(
                         net, from_shard + caps.link(unit, shard, "pull")
                         + caps.worker_receive(unit, unit.index, unit.count), unit.count,
-                        alpha, pulled, f"{shard.name}→{unit.label}", down, early_pulls))
+                        alpha, pulled, f"{shard.name}→{unit.label}", down, early_pulls,
+                        pulls))
             self.push_conn.append(row)
         if merged:
             for shard in sc.shards:
@@ -284,7 +286,7 @@ class PSModel:
                         net, path + caps.link(first, shard, "pull", copies=count)
                         + caps.worker_receive(first, ("group", members[0]), count), count,
                         alpha, pulled, f"{shard.name}→{first.group.name}", down,
-                        early_pulls))
+                        early_pulls, pulls))
         self.local = LocalAggregation(self, alpha) if sc.strategy.local_aggregation else None
         # Noisy runs with overlap, every shard dedicated and no local aggregation: a worker's
         # backward runs as one chain whose gradients are queued on the push connections when
@@ -575,22 +577,23 @@ class PSModel:
         return out
 
 
+class _Ends(Receiver):
+    """An early connection's messages told to the model natively: gradients (``push``) or
+    parameters at their last byte."""
+
+    __slots__ = ("model", "push")
+
+    def __init__(self, model: PSModel, push: bool) -> None:
+        self.model = model
+        self.push = push
+
+    def told(self, payload: Any, arrival: float) -> None:
+        if self.push:
+            self.model._pushed_early(payload, arrival)
+        else:
+            self.model._pulled_early(payload, arrival)
+
+
 def _poke_all(workers: list[PSWorker]) -> None:
     for worker in workers:
         worker.poke()
-
-
-def merged_pulls(sc: Scenario, units: list[Unit]) -> bool:
-    """Whether a group's BSP pulls run as one connection per shard (exact).
-
-    Under BSP every worker gets every update at the same time, so the pulls of one group's
-    workers are identical message streams over identical links (a dedicated shard's uplink,
-    the workers' NIC and fabric downlinks, which carry nothing else): max-min fairness gives
-    them identical rates, and one flow of weight = the group's workers over downlinks with
-    that many copies moves exactly as they do. Worth it only where a group was split into
-    units (noise); not with colocated shards, local aggregation or racks (their downlinks
-    carry other traffic too).
-    """
-    return (sc.strategy.effective_sync == "bsp" and not sc.strategy.local_aggregation
-            and sc.racks is None and all(shard.host is None for shard in sc.shards)
-            and len(units) > len(sc.groups))
