@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import heapq
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ddlperf.predictors.simulate.engine import Engine
+from ddlperf.predictors.simulate import engine
+from ddlperf.predictors.simulate.engine import Engine, Entry
 
 
 def test_events_run_in_time_order_and_advance_now() -> None:
@@ -191,3 +194,34 @@ def test_order_is_a_stable_sort_by_time(delays: list[float]) -> None:
         eng.schedule(d, seen.append, i)
     eng.run()
     assert seen == sorted(range(len(delays)), key=lambda i: delays[i])
+
+
+@given(st.lists(st.tuples(st.sampled_from(["push", "pop", "replace"]),
+                          st.integers(0, 20).map(float)), max_size=200),
+       st.lists(st.integers(0, 20).map(float), max_size=40))
+def test_entry_heaps_keep_the_layout_of_heapq(steps: list[tuple[str, float]],
+                                              start: list[float]) -> None:
+    # engine.push/pop/replace/heapify are heapq's algorithms on Entry objects ordered by
+    # (time, seq): the same layout and the same entries popped as heapq on [time, seq] lists.
+    seq = 0
+    ours: list[Entry] = []
+    want: list[list[float]] = []
+    for time in start:
+        seq += 1
+        ours.append(Entry(time, seq, None, ()))
+        want.append([time, seq])
+    engine.heapify(ours)
+    heapq.heapify(want)
+    for op, time in steps:
+        if op == "pop" and want:
+            got = engine.pop(ours)
+            assert [got.time, got.seq] == heapq.heappop(want)
+        elif op == "replace" and want:
+            seq += 1
+            got = engine.replace(ours, Entry(time, seq, None, ()))
+            assert [got.time, got.seq] == heapq.heapreplace(want, [time, seq])
+        elif op == "push":
+            seq += 1
+            engine.push(ours, Entry(time, seq, None, ()))
+            heapq.heappush(want, [time, seq])
+        assert [[e.time, e.seq] for e in ours] == want

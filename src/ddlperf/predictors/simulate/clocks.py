@@ -24,10 +24,10 @@ bookkeeping, and noiseless runs keep bit-identical ties between identical worker
 
 from __future__ import annotations
 
-from heapq import heappop, heappush, heapreplace
 from math import inf
 from typing import TYPE_CHECKING, Any
 
+from ddlperf.predictors.simulate.engine import Entry, before, pop, push, replace
 from ddlperf.predictors.simulate.maxmin import SATURATED, TIE
 
 if TYPE_CHECKING:
@@ -48,11 +48,11 @@ def finish(net: Network, link: Link) -> None:
     while True:
         link._clock_event = None
         entry = heap[0]
-        while entry[2] is None:
-            heappop(heap)
+        while entry.item is None:
+            pop(heap)
             entry = heap[0]
-        flow: Flow = entry[2]
-        done: float = entry[0]  # exactly: that flow has nothing left
+        flow: Flow = entry.item
+        done = entry.time  # exactly: that flow has nothing left
         link._v = done
         link._vt = now = engine.now
         more = False
@@ -73,34 +73,34 @@ def finish(net: Network, link: Link) -> None:
                 tag = nxt[1]
         top = heap[0] is entry  # (follow leaves the link's tags alone; if not, mark it stale)
         if not top:
-            entry[2] = None
+            entry.item = None
         if not more:
             if top:
-                heappop(heap)
+                pop(heap)
             net._end(flow)
         else:
             net._next_message(flow, size, tag)
             net._tags = seq = net._tags + 1
-            if top:  # the finished tag's list takes the next one (it is the flow's
+            if top:  # the finished tag's entry takes the next one (it is the flow's
                 # ``_entry``); one sift instead of a pop and a push, or none: an entry that
-                # precedes both children of the root is where heapreplace would leave it
+                # precedes both children of the root is where replace would leave it
                 # (same layout; ASP: ~2/3 of the next messages, short ones)
-                entry[0] = done + size
-                entry[1] = seq
+                entry.time = done + size
+                entry.seq = seq
                 n = len(heap)
-                if not ((n < 2 or entry < heap[1]) and (n < 3 or entry < heap[2])):
-                    heapreplace(heap, entry)
+                if not ((n < 2 or before(entry, heap[1])) and (n < 3 or before(entry, heap[2]))):
+                    replace(heap, entry)
             else:
-                flow._entry = entry = [done + size, seq, flow]
-                heappush(heap, entry)
-        while heap and heap[0][2] is None:
-            heappop(heap)
+                flow._entry = entry = Entry(done + size, seq, flow, ())
+                push(heap, entry)
+        while heap and heap[0].item is None:
+            pop(heap)
         if not heap:
             return
-        first: float = heap[0][0]
+        first = heap[0].time
         left = first - done  # the clock reads ``done``
         at = now + left / link.level if left > 0.0 else now
-        if at < until and (not queued or at < queued[0][0]):
+        if at < until and (not queued or at < queued[0].time):
             engine.now = at
         else:
             link._clock_event = engine.post(at, finish, net, link)
@@ -110,13 +110,13 @@ def finish(net: Network, link: Link) -> None:
 def wake(net: Network, link: Link) -> None:
     """Schedule ``link``'s clock event at its first finish tag (none is pending)."""
     heap = link._heap
-    while heap and heap[0][2] is None:
-        heappop(heap)
+    while heap and heap[0].item is None:
+        pop(heap)
     if heap:
         engine = net.engine
         now = engine.now
         level = link.level
-        first: float = heap[0][0]
+        first = heap[0].time
         left = first - link._v - level * (now - link._vt)
         link._clock_event = engine.post(now + left / level if left > 0.0 else now,
                                         finish, net, link)
@@ -128,8 +128,7 @@ def bytes_left(flow: Flow, now: float) -> float:
     if entry is None:
         return flow.remaining  # not allocated yet
     link: Link = flow._bn  # type: ignore[assignment]
-    tag: float = entry[0]
-    left = tag - link._v - link.level * (now - link._vt)
+    left = entry.time - link._v - link.level * (now - link._vt)
     return left if left > 0.0 else 0.0
 
 
@@ -151,12 +150,11 @@ def apply_levels(net: Network, flows: dict[Flow, None], links: dict[Link, None],
             else:
                 del old._bn[flow]
                 old._bw -= flow.weight
-                entry: list[Any] = flow._entry  # type: ignore[assignment]
-                tag: float = entry[0]
-                left = tag - old._v
+                entry: Entry = flow._entry  # type: ignore[assignment]
+                left = entry.time - old._v
                 if left < 0.0:
                     left = 0.0
-                entry[2] = None
+                entry.item = None
                 changed[old] = None
             link._bn[flow] = None
             link._bw += flow.weight
@@ -300,8 +298,8 @@ def saturation(link: Link, now: float) -> None:
 def _tag(net: Network, link: Link, flow: Flow, left: float) -> None:
     """Give ``flow`` (now limited by ``link``, whose clock reads ``now``) its finish tag."""
     net._tags = seq = net._tags + 1
-    entry: list[Any] = [link._v + left, seq, flow]
-    heappush(link._heap, entry)
+    entry = Entry(link._v + left, seq, flow, ())
+    push(link._heap, entry)
     flow._entry = entry
 
 

@@ -11,29 +11,115 @@ written as callbacks that schedule their continuation. Measured on 1e5 timeouts
 Ordering is deterministic: equal times run in the order they were scheduled (an insertion
 counter breaks ties), so a simulation gives bit-identical results run to run.
 
-A heap entry is a plain list ``[time, seq, callback, args]``: lists compare in C (time first, then
-the unique seq), which is what makes the loop fast. The entry doubles as the cancellable handle;
-treat it as opaque and pass it to :meth:`Engine.cancel`.
+A heap entry is an :class:`Entry` (``time``, the unique ``seq`` that breaks ties, the callback
+and its arguments), kept in a binary heap by this module's :func:`push` and :func:`pop` — the
+algorithms of :mod:`heapq`, with the order (time, then seq) compared on the entries' native
+fields where the simulator is compiled (a list entry compared by ``heapq`` cost two generic
+comparisons per step; issue 14). The entry doubles as the cancellable handle; treat it as
+opaque and pass it to :meth:`Engine.cancel`. The links' virtual clocks keep their finish tags
+in the same kind of heap (:mod:`.clocks`).
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from heapq import heapify, heappop, heappush
 from math import inf
 from typing import Any, Final
 
-#: Opaque handle of a scheduled event (the heap entry ``[time, seq, callback, args]``).
-Handle = list
-
-_TIME: Final = 0  # (Final: constants of the compiled module, see setup.py)
-_SEQ: Final = 1
-_CALLBACK: Final = 2
-_ARGS: Final = 3
-_COMPACT_MIN: Final = 256  # do not bother compacting small heaps
+_COMPACT_MIN: Final = 256  # do not bother compacting small heaps (Final: a compiled constant)
 #: the cyclic GC's youngest-generation threshold while events run (Python's default: 700)
 GC_YOUNG_THRESHOLD: Final = 100_000
+
+
+class Entry:
+    """A heap entry, ordered by ``time`` and then by ``seq`` (unique): an event (``item`` its
+    callback, ``args`` its arguments) or a link clock's finish tag (``item`` the flow).
+    ``item`` None: cancelled, or stale."""
+
+    __slots__ = ("args", "item", "seq", "time")
+
+    def __init__(self, time: float, seq: int, item: Any, args: tuple[Any, ...]) -> None:
+        self.time = time
+        self.seq = seq
+        self.item = item
+        self.args = args
+
+
+#: Opaque handle of a scheduled event (its heap entry).
+Handle = Entry
+
+
+def before(a: Entry, b: Entry) -> bool:
+    """``a`` comes before ``b`` in a heap (time, then seq)."""
+    return a.time < b.time or (a.time == b.time and a.seq < b.seq)
+
+
+def push(heap: list[Entry], entry: Entry) -> None:
+    """:func:`heapq.heappush` for entries."""
+    heap.append(entry)
+    _siftdown(heap, 0, len(heap) - 1)
+
+
+def pop(heap: list[Entry]) -> Entry:
+    """:func:`heapq.heappop` for entries (``heap`` not empty)."""
+    last = heap.pop()
+    if heap:
+        first = heap[0]
+        heap[0] = last
+        _siftup(heap, 0)
+        return first
+    return last
+
+
+def replace(heap: list[Entry], entry: Entry) -> Entry:
+    """:func:`heapq.heapreplace` for entries: pop the first, then push ``entry``."""
+    first = heap[0]
+    heap[0] = entry
+    _siftup(heap, 0)
+    return first
+
+
+def heapify(heap: list[Entry]) -> None:
+    """:func:`heapq.heapify` for entries."""
+    for i in range(len(heap) // 2 - 1, -1, -1):
+        _siftup(heap, i)
+
+
+def _siftdown(heap: list[Entry], start: int, pos: int) -> None:
+    # heapq's _siftdown: move the entry at ``pos`` up towards ``start`` to its place
+    new = heap[pos]
+    time = new.time
+    seq = new.seq
+    while pos > start:
+        up = (pos - 1) >> 1
+        parent = heap[up]
+        if time < parent.time or (time == parent.time and seq < parent.seq):
+            heap[pos] = parent
+            pos = up
+            continue
+        break
+    heap[pos] = new
+
+
+def _siftup(heap: list[Entry], pos: int) -> None:
+    # heapq's _siftup: move the smaller child up until a leaf, then sift the entry down there
+    end = len(heap)
+    start = pos
+    new = heap[pos]
+    child = 2 * pos + 1
+    while child < end:
+        right = child + 1
+        if right < end:
+            a = heap[child]
+            b = heap[right]
+            if not (a.time < b.time or (a.time == b.time and a.seq < b.seq)):
+                child = right
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    heap[pos] = new
+    _siftdown(heap, start, pos)
 
 
 class Engine:
@@ -43,7 +129,7 @@ class Engine:
 
     def __init__(self, start: float = 0.0) -> None:
         self.now: float = float(start)
-        self._heap: list[list[Any]] = []
+        self._heap: list[Entry] = []
         self._seq = 0
         self._cancelled = 0  # cancelled entries still in the heap
         self._limit = -inf  # while ``run`` runs: its ``until`` (see :meth:`advance`)
@@ -53,8 +139,8 @@ class Engine:
         if not delay >= 0.0:  # also rejects NaN
             raise ValueError(f"delay must be >= 0, got {delay!r}")
         self._seq = seq = self._seq + 1
-        entry = [self.now + delay, seq, callback, args]
-        heappush(self._heap, entry)
+        entry = Entry(self.now + delay, seq, callback, args)
+        push(self._heap, entry)
         return entry
 
     def at(self, time: float, callback: Callable[..., Any], *args: Any) -> Handle:
@@ -62,16 +148,16 @@ class Engine:
         if not time >= self.now:
             raise ValueError(f"time {time!r} is before now ({self.now!r})")
         self._seq = seq = self._seq + 1
-        entry = [float(time), seq, callback, args]
-        heappush(self._heap, entry)
+        entry = Entry(float(time), seq, callback, args)
+        push(self._heap, entry)
         return entry
 
     def post(self, time: float, callback: Callable[..., Any], *args: Any) -> Handle:
         """:meth:`at` without its checks, for hot paths whose ``time`` is a float ``>= now``
         by construction (``now`` plus a non-negative duration)."""
         self._seq = seq = self._seq + 1
-        entry = [time, seq, callback, args]
-        heappush(self._heap, entry)
+        entry = Entry(time, seq, callback, args)
+        push(self._heap, entry)
         return entry
 
     def advance(self, time: float) -> bool:
@@ -85,37 +171,37 @@ class Engine:
         :func:`.clocks.finish`). Outside ``run`` always False.
         """
         heap = self._heap
-        if time < self._limit and (not heap or time < heap[0][_TIME]):
+        if time < self._limit and (not heap or time < heap[0].time):
             self.now = time
             return True
         return False
 
     def cancel(self, handle: Handle) -> None:
         """Drop a scheduled event; a no-op if it already ran or was cancelled."""
-        if handle[_CALLBACK] is None:
+        if handle.item is None:
             return
-        handle[_CALLBACK] = None
-        handle[_ARGS] = ()
+        handle.item = None
+        handle.args = ()
         self._cancelled += 1
         heap = self._heap
         # Lazy deletion keeps cancel O(1); compact when dead entries dominate the heap.
         if self._cancelled > _COMPACT_MIN and 2 * self._cancelled > len(heap):
-            heap[:] = [e for e in heap if e[_CALLBACK] is not None]
+            heap[:] = [e for e in heap if e.item is not None]
             heapify(heap)
             self._cancelled = 0
 
     @staticmethod
     def pending(handle: Handle) -> bool:
         """True while the event is scheduled and neither ran nor was cancelled."""
-        return handle[_CALLBACK] is not None
+        return handle.item is not None
 
     def peek(self) -> float:
         """Time of the next live event, ``inf`` if none."""
         heap = self._heap
-        while heap and heap[0][_CALLBACK] is None:
-            heappop(heap)
+        while heap and heap[0].item is None:
+            pop(heap)
             self._cancelled -= 1
-        return heap[0][_TIME] if heap else inf
+        return heap[0].time if heap else inf
 
     def __len__(self) -> int:
         """Number of live scheduled events."""
@@ -125,7 +211,7 @@ class Engine:
         """Make ``run`` return after the current callback; later events stay queued."""
         # A sentinel that sorts before every other event at ``now`` (seq -1) and raises when run:
         # this keeps the hot loop free of a per-event "stopped?" check.
-        heappush(self._heap, [self.now, -1, _halt, ()])
+        push(self._heap, Entry(self.now, -1, _halt, ()))
 
     def run(self, until: float | None = None) -> None:
         """Process events in time order until none remain, ``stop()`` is called, or ``until``.
@@ -146,17 +232,17 @@ class Engine:
         self._limit = limit
         try:
             while heap:
-                entry = heappop(heap)
-                if entry[_TIME] >= limit:
-                    heappush(heap, entry)
+                entry = pop(heap)
+                if entry.time >= limit:
+                    push(heap, entry)
                     break
-                callback = entry[_CALLBACK]
+                callback = entry.item
                 if callback is None:
                     self._cancelled -= 1
                     continue
-                entry[_CALLBACK] = None  # ran: a later cancel() is a no-op
-                self.now = entry[_TIME]
-                callback(*entry[_ARGS])
+                entry.item = None  # ran: a later cancel() is a no-op
+                self.now = entry.time
+                callback(*entry.args)
         except _Stop:
             return
         finally:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from math import isfinite
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ddlperf.predictors.simulate.engine import Engine, Handle
+from ddlperf.predictors.simulate.engine import Engine, Entry, Handle
 
 if TYPE_CHECKING:
     from ddlperf.predictors.simulate.connection import Connection
@@ -104,13 +104,13 @@ class Link:
         # Virtual clock (local mode, see Network): the flows bottlenecked here all run at
         # ``level`` bytes/s per sub-flow; ``_v`` is the bytes per sub-flow such a flow has sent
         # since the clock's origin, as of time ``_vt``; ``_heap`` holds their finish tags
-        # ``[bytes, seq, flow]`` (flow None: stale) and ``_clock_event`` fires at the first.
+        # (entries: time = bytes, item = flow, None: stale), ``_clock_event`` fires at the first.
         self.level = 0.0
         self._bw = 0.0  # weight of the flows bottlenecked here (local mode)
         self._seen = 0  # scratch stamp of the quick settlement (see clocks.py)
         self._v = 0.0
         self._vt = 0.0
-        self._heap: list[list[Any]] = []
+        self._heap: list[Entry] = []
         self._clock_event: Handle | None = None
 
     @property
@@ -198,7 +198,7 @@ class Flow:
         self.submit_time = self.start_time = self.end_time = float("nan")
         self._last = 0.0
         self._event: Handle | None = None
-        self._entry: list[Any] | None = None  # local mode: its finish tag in ``_bn._heap``
+        self._entry: Entry | None = None  # local mode: its finish tag in ``_bn._heap``
         self._mark = 0  # reallocation stamp (frozen in the current round)
         self._loc = 0  # reallocation stamp (its rate is being recomputed)
         self._new = 0.0  # scratch: rate from the current reallocation
