@@ -15,9 +15,6 @@ says so); the model calls :meth:`Worker.poke` when something it waits for has ch
 
 from __future__ import annotations
 
-from functools import reduce
-from itertools import accumulate, islice
-from operator import add
 from typing import Final
 
 import numpy as np
@@ -142,8 +139,11 @@ class Worker:
             gate = 0.0 if blocked is None else self.engine.now - blocked
             self._blocked_at = None
             self._begun = True
-            self._times = self.durations.draw()
-            self._compute = reduce(add, self._times, 0.0)  # the order the ops run in
+            self._times = times = self.durations.draw()
+            compute = 0.0
+            for x in times:  # the order the ops run in (the sums of reduce(add, times, 0.0))
+                compute += x
+            self._compute = compute
             self.recorder.iteration_started(self.unit.index, t, gate)
         ops = self.ops
         kind, layer = ops[i]
@@ -166,7 +166,7 @@ class Worker:
         # A chain of operations as one busy period: the same sums as one event per op.
         now = self.engine.now
         if self.ahead:
-            ends = list(accumulate(islice(times, i, j + 1), initial=now))
+            ends = _ends(times, i, j, now)
             self.chain_planned(i, j, ends)
             records = None
             if self.processor.log is not None:
@@ -175,9 +175,12 @@ class Worker:
             self.processor.run_chain(ends[-1], self._done, records)
             return
         if self.processor.log is None:
-            self.processor.run_chain(reduce(add, islice(times, i, j + 1), now), self._done, None)
+            end = now
+            for k in range(i, j + 1):
+                end += times[k]
+            self.processor.run_chain(end, self._done, None)
             return
-        ends = list(accumulate(islice(times, i, j + 1), initial=now))
+        ends = _ends(times, i, j, now)
         labels = self.labels
         records = [(labels[k], ends[k - i], ends[k - i + 1], t) for k in range(i, j + 1)]
         self.processor.run_chain(ends[-1], self._done, records)
@@ -247,6 +250,17 @@ class Worker:
             self.backward_done(t)
         if not self.running:
             self._next()
+
+
+def _ends(times: list[float], i: int, j: int, now: float) -> list[float]:
+    """``now`` and the running sums of ``times[i]`` … ``times[j]`` from it: when each
+    operation of a chain ends (the floats of ``accumulate(times[i:j + 1], initial=now)``)."""
+    ends = [now]
+    end = now
+    for k in range(i, j + 1):
+        end += times[k]
+        ends.append(end)
+    return ends
 
 
 def unit_operations(
