@@ -91,8 +91,7 @@ class Connection:
         self._head = nxt = head.next
         if nxt is None:
             self._tail = None
-        head.next = None
-        return head
+        return head  # (its ``next`` is left: it is dropped once read)
 
     def send(self, size: float, payload: Any, label: str = "", iteration: int = -1) -> None:
         """Queue a message; ``deliver(payload)`` is called when it has arrived."""

@@ -107,7 +107,7 @@ def _siftup(heap: list[Entry], pos: int) -> None:
     end = len(heap)
     start = pos
     new = heap[pos]
-    child = 2 * pos + 1
+    child = pos + pos + 1  # (additions: native, where a product calls a function)
     while child < end:
         right = child + 1
         if right < end:
@@ -117,7 +117,7 @@ def _siftup(heap: list[Entry], pos: int) -> None:
                 child = right
         heap[pos] = heap[child]
         pos = child
-        child = 2 * pos + 1
+        child = pos + pos + 1
     heap[pos] = new
     _siftdown(heap, start, pos)
 

@@ -184,7 +184,8 @@ class PSModel:
         # parts[j] = [(shard, bytes)] of tensor j (gradient order)
         self.parts = [[(int(k), float(placement[j, k])) for k in np.flatnonzero(placement[j] > 0)]
                       for j in range(n_tensors)]
-        self.part_bytes = [dict(parts) for parts in self.parts]  # [j][k]: bytes on shard k
+        self.part_bytes = [[dict(parts).get(k, 0.0) for k in range(len(sc.shards))]
+                           for parts in self.parts]  # [j][k]: bytes on shard k (a list: native)
         self.layer_parts = [0] * self.n_layers
         self.layer_tensors: list[list[int]] = [[] for _ in range(self.n_layers)]
         for j in range(n_tensors):
