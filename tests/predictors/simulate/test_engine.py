@@ -225,3 +225,22 @@ def test_entry_heaps_keep_the_layout_of_heapq(steps: list[tuple[str, float]],
             engine.push(ours, Entry(time, seq, None, ()))
             heapq.heappush(want, [time, seq])
         assert [[e.time, e.seq] for e in ours] == want
+
+
+def test_the_cyclic_gc_is_off_while_events_run_and_restored_after() -> None:
+    # (every container an event allocates is freed by reference counting; see Engine.run)
+    import gc
+
+    eng = Engine()
+    seen: list[bool] = []
+    eng.schedule(1.0, lambda: seen.append(gc.isenabled()))
+    assert gc.isenabled()
+    eng.run()
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        eng.schedule(1.0, lambda: seen.append(gc.isenabled()))
+        eng.run()
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()

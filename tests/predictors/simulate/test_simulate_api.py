@@ -218,3 +218,26 @@ def test_cli_accepts_every_analytic_flag():
                   "--goodput", "0.95", "--iterations", "4", "--warmup", "1")
     assert result.exit_code == 0, result.output
     assert "method simulate" in result.output
+
+
+def test_the_heap_is_frozen_for_the_cyclic_gc_only_while_predicting() -> None:
+    # (runner.frozen_heap: the objects from before are left out of the GC's scans while the
+    # runs allocate, and put back after; a caller's own freeze is left alone)
+    import gc
+
+    from ddlperf.predictors.simulate import runner
+
+    seen: list[int] = []
+    with runner.frozen_heap():
+        seen.append(gc.get_freeze_count())
+    assert seen[0] > 0 and gc.get_freeze_count() == 0
+    sim(workers=2, ps=1, iterations=2, jitter=0.05, replications=2)
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with runner.frozen_heap():
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
