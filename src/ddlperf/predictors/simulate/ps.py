@@ -130,7 +130,7 @@ class PSWorker(Worker):
             self.forward_done(t)  # its gates were all checked; the pushes below come later
         ops = self.ops
         pushes = self.pushes
-        u = self.unit.index
+        u = self.index
         for k in range(i, j):  # the last operation's gradients go out at its end (_done)
             kind, layer = ops[k]
             if kind == BWD:  # each sent as if pushed at its operation's end
@@ -168,7 +168,7 @@ class PSModel:
         self.sc = sc
         self.engine = engine
         self.net = net
-        self.units = units
+        self.units, self.counts = units, [unit.count for unit in units]  # (counts: native)
         # (typed: the compiled simulator stores them natively, see setup.py)
         self.sync: str = sc.strategy.effective_sync
         self.staleness: int = sc.strategy.staleness or 0
@@ -358,7 +358,7 @@ class PSModel:
     # -- push → aggregate → update → pull -----------------------------------------------------
 
     def push(self, worker: PSWorker, j: int, t: int) -> None:
-        u = worker.unit.index
+        u = worker.index
         if self.local is not None and self.local.applies[u]:
             self.local.gradient_ready(u, j, t)
             return
@@ -386,7 +386,7 @@ class PSModel:
 
     def _pushed(self, payload: tuple[int, int, int, int]) -> None:
         j, k, u, t = payload
-        self._arrive(j, k, u, self.units[u].count, t)
+        self._arrive(j, k, u, self.counts[u], t)
 
     def _pushed_early(self, payload: tuple[int, int, int, int], arrival: float) -> None:
         """:meth:`_pushed` told at the message's end: it arrives at ``arrival``, where the
@@ -394,7 +394,7 @@ class PSModel:
         the arrival, one event fewer per gradient)."""
         j, k, u, t = payload
         if self.sync == "bsp":
-            left = self.pending[k][j] - self.units[u].count
+            left = self.pending[k][j] - self.counts[u]
             if left > 0:
                 self.pending[k][j] = left
                 return

@@ -77,6 +77,7 @@ class Worker:
     ) -> None:
         self.engine = engine
         self.unit = unit
+        self.index: int = unit.index  # (read per chain: a native field, Unit is Python)
         self.processor = processor
         self.durations = durations
         self.ops = ops
@@ -144,7 +145,7 @@ class Worker:
             for x in times:  # the order the ops run in (the sums of reduce(add, times, 0.0))
                 compute += x
             self._compute = compute
-            self.recorder.iteration_started(self.unit.index, t, gate)
+            self.recorder.iteration_started(self.index, t, gate)
         ops = self.ops
         kind, layer = ops[i]
         if kind == FWD and not self.layer_ready(layer):
@@ -246,7 +247,7 @@ class Worker:
         elif kind == BWD:
             self.gradients_ready(layer, t)
         if last:
-            self.recorder.iteration_ended(self.unit.index, t, self._compute)
+            self.recorder.iteration_ended(self.index, t, self._compute)
             self.backward_done(t)
         if not self.running:
             self._next()
