@@ -21,6 +21,20 @@ Release = Callable[[Hashable, int, int], None]  # (key, unit, version)
 Hold = Callable[[int, int, float], None]  # (unit, version, seconds held so far at one shard)
 
 
+class _Key:
+    """A key's state: updates applied per unit, the reads waiting, and the lowest count
+    with the units at it (the count the bound is measured from). One object per key: one
+    dict lookup per applied update."""
+
+    __slots__ = ("applied", "at_lowest", "lowest", "waiting")
+
+    def __init__(self, units: int) -> None:
+        self.applied = [0] * units
+        self.waiting: list[tuple[int, int, float]] = []
+        self.lowest = 0
+        self.at_lowest = units
+
+
 class StalenessGate:
     """Per key (a tensor part at a shard, or the whole model): updates applied per unit, and
     the reads waiting for the slowest unit to catch up."""
@@ -30,38 +44,34 @@ class StalenessGate:
         self.units = units
         self._release = release
         self._hold = hold
-        self._applied: dict[Hashable, list[int]] = {}
-        self._waiting: dict[Hashable, list[tuple[int, int, float]]] = {}
-        # per key: [lowest count, units at it] (the count the bound is measured from)
-        self._lowest: dict[Hashable, list[int]] = {}
+        self._keys: dict[Hashable, _Key] = {}
         # (unit, shard, version) → [seconds held, last release] for the in-order sender
         self._held: dict[tuple[int, Hashable, int], list[float]] = {}
 
     def applied(self, key: Hashable, shard: Hashable, unit: int, now: float) -> None:
         """``unit``'s next gradient of ``key`` was applied at ``now``: its read of the next
         version is requested, and every waiting read the rule now allows is released."""
-        counts = self._applied.get(key)
-        if counts is None:
-            counts = self._applied[key] = [0] * self.units
-            self._waiting[key] = []
-            self._lowest[key] = [0, self.units]
+        state = self._keys.get(key)
+        if state is None:
+            state = self._keys[key] = _Key(self.units)
+        counts = state.applied
         count = counts[unit]
         counts[unit] = version = count + 1
-        lowest = self._lowest[key]
-        if count != lowest[0] or lowest[1] != 1:  # the bound does not move
-            if count == lowest[0]:
-                lowest[1] -= 1
-            if version > lowest[0] + self.staleness:
-                self._waiting[key].append((version, unit, now))
+        lowest = state.lowest
+        if count != lowest or state.at_lowest != 1:  # the bound does not move
+            if count == lowest:
+                state.at_lowest -= 1
+            if version > lowest + self.staleness:
+                state.waiting.append((version, unit, now))
             else:  # every read waiting has a higher version: this one alone goes out
                 self._account(unit, shard, version, now, now)
                 self._release(key, unit, version)
             return
         # the last unit at the lowest count moved up: the bound moves
-        waiting = self._waiting[key]
+        waiting = state.waiting
         waiting.append((version, unit, now))
-        lowest[0] = version
-        lowest[1] = counts.count(version)
+        state.lowest = version
+        state.at_lowest = counts.count(version)
         low = version + self.staleness
         if all(version > low for version, _u, _t in waiting):
             return
@@ -72,7 +82,7 @@ class StalenessGate:
                 continue
             self._account(u, shard, version, own, now)
             self._release(key, u, version)
-        self._waiting[key] = keep
+        state.waiting = keep
 
     def _account(self, unit: int, shard: Hashable, version: int, own: float,
                  now: float) -> None:
