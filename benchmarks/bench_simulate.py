@@ -13,9 +13,10 @@ Where the time went before issue 14 (cProfile, resnet50 / 64 workers / 4 PS / BS
 jitter): ~45% max-min reallocation of the whole connected component (64 worker links + 4 PS
 links, ~110 flows, 19k times), ~35% per-message events (a message's end and its delivery α
 later, 450k each), ~20% one event per compute operation (315k). The 1024-worker ring spent
-~90% on 2.9M compute-operation events. Now (py-spy, ASP): message ends ~50% (~5 µs of Python
-each, 464k), reallocations ~30% (62k: 85% settled on one link, the rest by local fills, none
-over the whole component). See docs/simulate-speed.md for what changed and what is left; on
+~90% on 2.9M compute-operation events. Now (perf, compiled, ASP): message ends ~44% (464k),
+reallocations ~25% (62k: 85% settled on one link, the rest by local fills, none over the whole
+component), iteration planning ~16%, heap sifts ~9%. See docs/simulate-speed.md and
+docs/simulate-compiled.md for what changed and what is left; on
 this shared machine, A/B instruction counts (valgrind --tool=cachegrind) are steadier than
 CPU seconds. For attribution prefer a sampling profiler to
 ``--profile`` (cProfile inflates the many small calls): ``py-spy record -f raw -o out.txt --
