@@ -276,9 +276,10 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     shard stay in lockstep, so they run BSP's schedule of the two alone with the shards.
     """
     think, demand, population, _names, floor, copies, together = _ps_queueing(sc)
-    nics = len(together) > len(set(together.tolist()))  # some NIC shares a transfer
+    # a shared link (a server's NIC, a rack's link) is crossed together with a shard's
+    shared = len(together) > len(set(together.tolist()))
     throughput, _ = mva(think, demand, population, floor=floor,
-                        copies=copies if nics else None, together=together if nics else None)
+                        copies=copies if shared else None, together=together if shared else None)
     periods = population / throughput
     pair = remote_pair(sc)
     if pair is not None:  # in lockstep: BSP's schedule of the two alone with the shards
@@ -379,9 +380,14 @@ def ssp_is_asp(sc: Scenario, bsp_view: Scenario | None = None) -> bool:
     than BSP, so the bound never holds anyone. The simulator starts such workers at random
     phases as it does under ASP."""
     times, period, _resources = ps_async(sc)
-    return _never_held(times, period, ps_bsp(sc if bsp_view is None else bsp_view)[1])
+    # BSP's period only where ASP's rates agree (with colocated shards it is the costly part)
+    return _one_rate(times) and period < ps_bsp(sc if bsp_view is None else bsp_view)[1]
+
+
+def _one_rate(times: list[GroupTime]) -> bool:
+    periods = [t.iteration_s for t in times]
+    return max(periods) <= min(periods) * (1 + ASP_RATES_AGREE)
 
 
 def _never_held(times: list[GroupTime], period: float, bsp_period: float) -> bool:
-    periods = [t.iteration_s for t in times]
-    return max(periods) <= min(periods) * (1 + ASP_RATES_AGREE) and period < bsp_period
+    return _one_rate(times) and period < bsp_period
