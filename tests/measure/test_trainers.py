@@ -131,6 +131,37 @@ def test_ps_trainer_runs_every_sync_mode(tmp_path: Path, sync: str, staleness: i
             assert min(begun) >= max(starts) - 0.05
 
 
+@pytest.mark.parametrize("arch", ["ps", "allreduce"])
+def test_emulated_layers_take_the_workloads_spread(tmp_path: Path, arch: str) -> None:
+    """A layer with a cv waits a fresh lognormal draw each iteration, the same draws a
+    LayerNoise of the worker's seed and index gives (both trainers' emulated compute)."""
+    from ddlperf.measure.emulated_noise import layer_noise
+    from ddlperf.workload import Workload
+
+    wl = Workload.from_dict({"format": "ddlperf.workload/1", "name": "noisy", "batch_size": 8,
+                             "layers": [{"name": f"l{i}", "forward_s": 0.01, "backward_s": 0.02,
+                                         "forward_cv": 0.4, "backward_cv": 0.4,
+                                         "tensors": [{"name": f"l{i}.t", "bytes": 40_000}]}
+                                        for i in range(3)]})
+    cluster = make_cluster(workers=2, ps=1 if arch == "ps" else 0, bandwidth="1Gbps", arch=arch)
+    spec = build_spec(resolve(wl, cluster, make_strategy(arch=arch, sync="asp" if arch == "ps"
+                                                         else "bsp")),
+                      compute="emulated", iterations=5, warmup=1)
+    assert spec["workers"][1]["forward_cv"] == [0.4] * 3
+    spec.update(records=str(tmp_path / "records.jsonl"), status_dir=str(tmp_path / "status"),
+                op_timeout_s=60)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    its = worker_iterations(_run(tmp_path, spec))
+    for worker in spec["workers"]:
+        noise = layer_noise(spec, worker)
+        expected = [sum(f) + sum(b) for f, b in (noise.draw() for _ in range(6))]
+        measured = [r["compute_s"] for r in its[worker["name"]]]
+        assert len(measured) == 6
+        for want, got in zip(expected, measured):
+            assert want - 1e-3 <= got <= want + 0.015, (expected, measured)
+    assert len({round(r["compute_s"], 3) for r in its["w0"]}) > 3  # not one fixed time
+
+
 def test_ddp_trainer(tmp_path: Path) -> None:
     spec = _spec(tmp_path, workers=2, ps=0, arch="allreduce")
     records = _run(tmp_path, spec)

@@ -22,6 +22,16 @@ def test_synthetic_block_builds_layers_and_tensors() -> None:
     assert w.layers[0].forward_s == pytest.approx(0.020)
     assert [t.bytes for t in w.layers[1].tensors] == [1_000_000, 500_000]
     assert w.layers[4].tensors == ()
+    assert all(layer.forward_cv == layer.backward_cv == 0 for layer in w.layers)
+
+
+def test_a_synthetic_layers_cv_is_its_forward_and_backward_spread() -> None:
+    w = Synthetic.model_validate({"layers": [
+        {"forward_ms": 20, "backward_ms": 40, "tensor_mb": 6, "cv": 0.3},
+        {"count": 2, "forward_ms": 1, "backward_ms": 2, "tensor_mb": 1},
+    ]}).workload()
+    assert [(layer.forward_cv, layer.backward_cv) for layer in w.layers] == [
+        (0.3, 0.3), (0.0, 0.0), (0.0, 0.0)]
 
 
 @pytest.mark.parametrize("text,needles", [
@@ -34,6 +44,8 @@ def test_synthetic_block_builds_layers_and_tensors() -> None:
      ["scenarios[0] (a).colour", "not a known field"]),
     ("scenarios: [{name: a, synthetic: {layers: [{forward_ms: 1, backward_ms: 1, mb: 1}]}}]\n",
      ["scenarios[0] (a).synthetic.layers[0].mb", "not a known field"]),
+    ("scenarios: [{name: a, synthetic: {layers: [{forward_ms: 1, backward_ms: 1, cv: -0.1}]}}]\n",
+     ["scenarios[0] (a).synthetic.layers[0].cv", "0"]),
     ("scenarios: [{name: a}, {name: a}]\n", ["appears twice"]),
     ("scenarios: [{name: 'a b'}]\n", ["scenarios[0] (a b).name"]),
     ("scenarios: [{name: a, arch: mesh}]\n", ["scenarios[0] (a).arch", "'ps' or 'allreduce'"]),

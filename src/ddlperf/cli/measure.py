@@ -47,7 +47,7 @@ def _progress(message: str) -> None:
 @scenario_flags("measure")
 def measure(
     scenario: dict[str, Any],
-    compute: Annotated[str, typer.Option(help="emulated (per-layer waits: emulated device time) or real (the zoo model on CPU, ≤ 1 worker per core)")] = "emulated",
+    compute: Annotated[str, typer.Option(help="emulated (per-layer waits: emulated device time, drawn with the workload's per-layer cv) or real (the zoo model on CPU, ≤ 1 worker per core)")] = "emulated",
     iterations: Annotated[int, typer.Option(help="measured iterations after warm-up")] = 20,
     warmup: Annotated[int, typer.Option(help="warm-up iterations, excluded from the summary")] = 3,
     out: Annotated[Path | None, typer.Option(help="output directory (records.jsonl, measurement.json, logs); default ./ddlperf-measure-DATE-TIME")] = None,

@@ -2,10 +2,11 @@
 
 **Emulated device time** stands in for accelerator compute: real tensors of the workload's sizes
 (one tensor per workload tensor) and, per layer, a wait equal to the workload's forward or
-backward seconds. Gradients become ready in the workload's gradient order at the end of their
-layer's backward, so communication overlaps with "compute" exactly as on a device, and 3–5
-ranks stay trustworthy on 2 cores (a wait costs no CPU). Every record and output that uses it
-says "emulated device time".
+backward seconds (times a random factor per iteration where the workload gives the layer a
+spread: :mod:`ddlperf.measure.emulated_noise`). Gradients become ready in the workload's
+gradient order at the end of their layer's backward, so communication overlaps with "compute"
+exactly as on a device, and 3–5 ranks stay trustworthy on 2 cores (a wait costs no CPU).
+Every record and output that uses it says "emulated device time".
 
 **Real** compute runs the zoo model's forward/backward on the CPU (one thread per process; keep
 ≤ 2 computing processes on 2 cores).
@@ -30,6 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ddlperf.measure.emulated_noise import layer_noise
 from ddlperf.measure.trainer_common import (
     EMULATED_LABEL,
     REAL_GPU_LABEL,
@@ -93,29 +95,27 @@ class EmulatedCompute(WorkerCompute):
     label = EMULATED_LABEL
 
     def __init__(self, spec: dict[str, Any], worker: dict[str, Any]) -> None:
-        self.forward = [float(x) for x in worker["forward"]]
-        self.backward = [float(x) for x in worker["backward"]]
+        self.noise = layer_noise(spec, worker)
         self.unattributed = float(worker["unattributed_s"])
         self.owned = layer_tensors(spec)
         self.tensor_layer = [t["layer"] for t in spec["tensors"]]
         self.tensors = make_flat(spec, seed=0)
         self.grads = make_flat(spec, seed=1 + worker["index"])
-        # Gradient j is ready when its layer's backward ends (layers run last to first).
-        ends, acc = [0.0] * len(self.backward), 0.0
-        for layer in reversed(range(len(self.backward))):
-            acc += self.backward[layer]
-            ends[layer] = acc
-        self.layer_end = ends
-        self.backward_total = acc
 
     def grad(self, j: int) -> torch.Tensor:
         return self.grads[j]
 
     def step(self, wait_pull: WaitPull, push: Push, after_forward: AfterForward
              ) -> dict[str, float]:
+        forward, backward = self.noise.draw()
+        # Gradient j is ready when its layer's backward ends (layers run last to first).
+        layer_end, acc = [0.0] * len(backward), 0.0
+        for layer in reversed(range(len(backward))):
+            acc += backward[layer]
+            layer_end[layer] = acc
         start = time.perf_counter()
         cursor = start  # the emulated device's clock: layers run back to back on it
-        for layer, seconds in enumerate(self.forward):
+        for layer, seconds in enumerate(forward):
             if self.owned[layer]:
                 asked = time.perf_counter()
                 wait_pull(self.owned[layer])
@@ -130,9 +130,9 @@ class EmulatedCompute(WorkerCompute):
         after_forward()
         backward_start = max(cursor, time.perf_counter())
         for j, layer in enumerate(self.tensor_layer):
-            sleep_until(backward_start + self.layer_end[layer])
+            sleep_until(backward_start + layer_end[layer])
             push(j)
-        sleep_until(backward_start + self.backward_total)
+        sleep_until(backward_start + acc)
         end = time.perf_counter()
         return {"forward_s": forward_end - start, "backward_s": end - forward_end}
 
@@ -271,6 +271,7 @@ class EmulatedModule(nn.Module):
         self.unattributed = float(worker["unattributed_s"])
         values = [t.to(device) for t in make_flat(spec, seed=0)]
         grads = [t.to(device) for t in make_flat(spec, seed=1 + worker["index"])]
+        self.noise = layer_noise(spec, worker)
         self.params = nn.ParameterList()
         self.layers: list[tuple[_LayerInfo, list[nn.Parameter]]] = []
         for layer, own in enumerate(layer_tensors(spec)):
@@ -285,6 +286,10 @@ class EmulatedModule(nn.Module):
         clock = self.clock
         clock.forward_start = clock.cursor = time.perf_counter()
         clock.backward_start = 0.0
+        if self.noise.noisy:  # this iteration's layer times (the backward ones too)
+            forward, backward = self.noise.draw()
+            for (info, _), fwd, bwd in zip(self.layers, forward, backward):
+                info.forward_s, info.backward_s = fwd, bwd
         for info, params in self.layers:
             x = _EmulatedLayer.apply(x, info, *params)
         clock.cursor += self.unattributed

@@ -104,6 +104,8 @@ def build_spec(
     parts = ([split_parts(t["numel"], sc.placement[j]) for j, t in enumerate(tensors)]
              if sc.cluster.ps.count else [])
     label = REAL_LABEL if compute == "real" else EMULATED_LABEL
+    forward_cv = [float(layer.forward_cv) for layer in sc.workload.layers]
+    backward_cv = [float(layer.backward_cv) for layer in sc.workload.layers]
     workers = []
     for i in range(sc.worker_count):
         g = sc.group_of(i)
@@ -118,6 +120,7 @@ def build_spec(
             "rack": None if sc.racks is None else sc.racks.of(server),
             "device_label": f"{device} ({label})", "batch_size": g.batch_size,
             "forward": [float(x) for x in g.forward], "backward": [float(x) for x in g.backward],
+            "forward_cv": forward_cv, "backward_cv": backward_cv,
             "unattributed_s": float(g.unattributed_s),
             "update_s_per_byte": float(g.update_s_per_byte),
         })

@@ -31,6 +31,8 @@ class SyntheticLayer(BaseModel):
     backward_ms: float = Field(ge=0, allow_inf_nan=False)
     tensor_mb: float | list[float] = Field(
         default_factory=list, description="MB (10⁶ bytes) of each parameter tensor it owns")
+    cv: float = Field(default=0.0, ge=0, le=3, allow_inf_nan=False,
+                      description="coefficient of variation of its forward and backward times")
 
     @field_validator("tensor_mb")
     @classmethod
@@ -67,6 +69,7 @@ class Synthetic(BaseModel):
                 layers.append({
                     "name": name, "forward_s": spec.forward_ms / 1e3,
                     "backward_s": spec.backward_ms / 1e3,
+                    "forward_cv": spec.cv, "backward_cv": spec.cv,
                     "tensors": [{"name": f"{name}.t{j}", "bytes": b}
                                 for j, b in enumerate(spec.sizes())],
                 })
