@@ -48,6 +48,21 @@ def test_blocks_that_differ_give_the_student_t_interval_of_their_mean() -> None:
     assert mi.mean_interval(_steady({"w0": w0, "w1": w1}))["batch_s"] == pytest.approx(blocks)
 
 
+def test_random_compute_blocks_are_summarized_by_their_mean() -> None:
+    """Where the compute is drawn, a slow step is part of the figure: its block moves."""
+    w0 = [1.0] * 20
+    w0[1] = 9.0
+    steady = _steady({"w0": w0, "w1": [1.0] * 20})
+    assert mi.mean_interval(steady)["batch_s"][0] == pytest.approx(1.0)
+    means = mi.mean_interval(steady, rec.step_statistic(True))["batch_s"]
+    assert means[0] == pytest.approx((12.0 / 4 + 1.0) / 2)  # w0: 1, 9, 1, 1; w1: 1s
+    records = _run({"w0": [1.0, *w0], "w1": [1.0] * 21})
+    steady, _notes = rec.steady_state(rec.worker_iterations(records), 1)
+    assert mi.interval_from_records(records, 1, "bsp", random_compute=True) == \
+        mi.mean_interval(steady, rec.step_statistic(True))
+    assert mi.interval_from_records(records, 1, "bsp") == mi.mean_interval(steady)
+
+
 def test_the_t_quantile_is_the_95_percent_one_for_four_degrees_of_freedom() -> None:
     from scipy import stats
 

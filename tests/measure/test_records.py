@@ -184,6 +184,27 @@ def test_summary_uses_medians_and_has_every_prediction_key() -> None:
     assert set(m.to_dict()) == set(predict(workers=2, ps=1).to_dict()) | {"percentiles"}
 
 
+@pytest.mark.parametrize("label,cv,want", [
+    ("emulated device time", 0.3, (1.0 + 1.1 + 0.9 + 1.0 + 5.0 + 1.0) / 6),  # drawn: mean
+    ("emulated device time", 0.0, 1.0),  # fixed layer times: the median
+    ("CPU (real)", 0.3, 1.0),  # real compute: a profile's spread is this machine's too
+])
+def test_random_emulated_compute_is_summarized_by_its_mean_step(label, cv, want) -> None:
+    durations = [9.0, 1.0, 1.1, 0.9, 1.0, 5.0, 1.0]
+    records, start = [], 0.0
+    for t, d in enumerate(durations):
+        for name in ("w0", "w1"):
+            records.append(_iteration(name, t, start, d))
+        start += d
+    context = _context("allreduce")
+    context["label"] = label
+    for w in context["workers"]:
+        w.update(forward_cv=[cv], backward_cv=[0.0])
+    m = rec.summarize(records, context)
+    assert m.iteration_time_s == pytest.approx(want)
+    assert any("mean step" in n for n in m.notes) is (want != 1.0)
+
+
 def test_summary_bottleneck_compute_and_straggler() -> None:
     records = [_iteration(n, t, t, 1.0, compute=0.99) for t in range(4) for n in ("w0", "w1")]
     assert rec.summarize(records, _context("allreduce")).bottleneck == "compute"

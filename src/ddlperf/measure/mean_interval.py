@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ddlperf.measure.records import steady_iterations
+from ddlperf.measure.records import steady_iterations, step_statistic
 
 BATCHES = 5
 # Student t, 0.975 quantile, BATCHES - 1 = 4 degrees of freedom (two-sided 95%)
@@ -27,10 +27,14 @@ T_975_4 = 2.7764451051977987
 MIN_PER_BATCH = 2  # iterations per worker and block, at least
 
 
-def mean_interval(steady: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+def mean_interval(steady: dict[str, list[dict[str, Any]]],
+                  center: Callable[[Iterable[float]], float] = statistics.median,
+                  ) -> dict[str, Any] | None:
     """``{"half_width_s", "batches", "batch_s"}``: the 95% interval of the measured mean
     iteration time (± ``half_width_s``) from ``BATCHES`` consecutive blocks of each worker's
-    steady iterations; None when a worker has fewer than ``MIN_PER_BATCH`` per block."""
+    steady iterations, each block summarized by ``center`` as the run is (the median, or the
+    mean where compute is random: :func:`ddlperf.measure.records.step_statistic`); None when
+    a worker has fewer than ``MIN_PER_BATCH`` per block."""
     if not steady or min(len(its) for its in steady.values()) < BATCHES * MIN_PER_BATCH:
         return None
     blocks: list[float] = []
@@ -39,15 +43,16 @@ def mean_interval(steady: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | N
         for its in steady.values():
             size = len(its) // BATCHES
             block = its[b * size:(b + 1) * size]
-            medians.append(statistics.median(float(r["duration_s"]) for r in block))
+            medians.append(center(float(r["duration_s"]) for r in block))
         blocks.append(statistics.fmean(medians))
     half = T_975_4 * statistics.stdev(blocks) / math.sqrt(BATCHES)
     return {"half_width_s": half, "batches": BATCHES, "batch_s": blocks}
 
 
 def interval_from_records(records: Iterable[dict[str, Any]], warmup: int,
-                          sync: str | None) -> dict[str, Any] | None:
+                          sync: str | None, random_compute: bool = False
+                          ) -> dict[str, Any] | None:
     """:func:`mean_interval` of a run's records, over the same steady iterations the
-    measurement's mean is taken over (SSP: after the catch-up)."""
+    measurement's mean is taken over (SSP: after the catch-up), with the same statistic."""
     steady, _notes = steady_iterations(list(records), warmup, sync)
-    return mean_interval(steady)
+    return mean_interval(steady, step_statistic(random_compute))

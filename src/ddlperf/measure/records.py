@@ -20,7 +20,10 @@ do not leave the others' last iterations running alone. Under SSP the window sta
 every worker that the staleness bound ever held was held the first time (before that a faster
 worker is still catching up: its period is shorter than in steady state, where every worker
 runs at the slowest's rate); a note says when the run is too short for that. Per worker the
-iteration time is the median of those iterations; percentiles are over all of them.
+iteration time is the median of those iterations (a rare stall of this machine does not move
+it), or their mean where emulated compute is random by design (layer times with a spread:
+then the slow draws are the point, and the mean step is what sets the throughput);
+percentiles are over all of them.
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ import json
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ddlperf.io import write_atomic
+from ddlperf.measure.trainer_common import EMULATED_LABEL
 from ddlperf.prediction import Prediction, ResourceUse, WorkerResult, busiest
 
 COMPUTE_BOUND_SHARE = 0.05  # below this share of the iteration, communication is not the story
@@ -193,6 +197,25 @@ def asp_trend_note(steady: dict[str, list[dict[str, Any]]]) -> list[str]:
             "short for the steady state (use more --iterations)"]
 
 
+def random_compute(context: dict[str, Any]) -> bool:
+    """Whether the run's emulated compute draws its layer times (a spec worker with a cv)."""
+    if context.get("label") != EMULATED_LABEL:
+        return False
+    return any(float(cv) > 0 for w in context.get("workers", [])
+               for cv in (*w.get("forward_cv", ()), *w.get("backward_cv", ())))
+
+
+def step_statistic(random: bool) -> Callable[[Iterable[float]], float]:
+    """A worker's iteration time from its steps: the median, or the mean where compute is
+    random (see the module docstring)."""
+    return _mean if random else _median
+
+
+def _mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return float(statistics.fmean(values)) if values else 0.0
+
+
 def _median(values: Iterable[float]) -> float:
     values = list(values)
     return float(statistics.median(values)) if values else 0.0
@@ -240,16 +263,20 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     spec_workers = {w["name"]: w for w in context["workers"]}
     if context.get("sync") == "asp":
         notes += asp_trend_note(steady)
-    medians = {n: _median(float(r["duration_s"]) for r in its) for n, its in steady.items()}
+    center = step_statistic(random_compute(context))
+    if random_compute(context):
+        notes.append("emulated compute is random (layer times with a spread): each worker's "
+                     "iteration time is its mean step, which sets the throughput")
+    medians = {n: center(float(r["duration_s"]) for r in its) for n, its in steady.items()}
     notes += cpu_wait_notes(steady, medians)
-    computes = {n: _median(float(r["compute_s"]) for r in its) for n, its in steady.items()}
+    computes = {n: center(float(r["compute_s"]) for r in its) for n, its in steady.items()}
     slowest_compute = max(computes.values())
     workers: list[WorkerResult] = []
     for name, its in steady.items():
         period, comp = medians[name], min(computes[name], medians[name])
         rest = max(period - comp, 0.0)
         if context["arch"] == "ps":
-            wait = _median(waits.get((name, int(r["iteration"])), 0.0) for r in its)
+            wait = center(waits.get((name, int(r["iteration"])), 0.0) for r in its)
         else:
             wait = slowest_compute - comp
         wait = min(max(wait, 0.0), rest)
@@ -284,7 +311,7 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
         percentiles[f"iteration_time_s.{name}"] = spread([float(r["duration_s"]) for r in its])
     from ddlperf.measure.mean_interval import mean_interval  # it reads this module
 
-    interval = mean_interval(steady)
+    interval = mean_interval(steady, center)
     bottleneck = _bottleneck(workers, resources)
     if context["arch"] == "allreduce" and bottleneck in {r.name for r in resources}:
         bottleneck = f"ring ({bottleneck})"  # named as the predictors name it

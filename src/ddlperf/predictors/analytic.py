@@ -12,6 +12,8 @@
   gives every worker one rate; never worse than BSP.
 - Ring all-reduce: 2(N−1) steps of S/N bytes per bucket on the slowest link, buckets in
   gradient-ready order, overlapped with backward.
+- Compute noise (layer times with a spread): BSP and all-reduce run on the expected slowest
+  draw's timeline (:mod:`.analytic_noise`); ASP and SSP on the means.
 
 Each model lives in its own module (``analytic_ps_bsp``, ``analytic_ps_async``,
 ``analytic_allreduce``, colocated shards in ``analytic_colocated`` and, for BSP,
@@ -25,6 +27,8 @@ from __future__ import annotations
 from ddlperf.prediction import Prediction
 from ddlperf.predictors.analytic_allreduce import allreduce
 from ddlperf.predictors.analytic_colocated import colocated_view
+from ddlperf.predictors.analytic_noise import applies as noise_applies
+from ddlperf.predictors.analytic_noise import merge_times, slowest_draw_view
 from ddlperf.predictors.analytic_ps_async import (
     ASP_RATES_AGREE,
     async_resources,
@@ -71,14 +75,23 @@ def predict_analytic(sc: Scenario) -> Prediction:
         # the NIC between the roles); ASP/SSP's queueing network: the scaled view
         bsp_view = colocated_view(sc, scaled=False)
         sc = bsp_view if strategy.effective_sync == "bsp" else colocated_view(sc)
+    model, parts = sc, None
+    if noise_applies(sc):  # a barrier every step: the step waits for the slowest draw
+        model, parts = slowest_draw_view(sc)
+        notes.append("compute noise: the workload's layer times vary (cv), and a synchronous "
+                     "step waits for the slowest worker's draw: layer times are the expected "
+                     "slowest timeline of the workers (order statistics); compute stays the "
+                     "mean, the rest is waiting")
     if strategy.arch == "allreduce":
-        times, period, resources = allreduce(sc)
+        times, period, resources = allreduce(model)
     elif strategy.effective_sync == "bsp":
-        times, period, resources = ps_bsp(sc)
+        times, period, resources = ps_bsp(model)
     else:
         times, period, resources = ps_ssp(sc, bsp_view) if strategy.sync == "ssp" else ps_async(sc)
         notes.append("analytic ASP/SSP: mean value analysis of a closed queueing network; SSP "
                      "in steady state (BSP's schedule where the staleness bound holds the "
                      "faster workers)")
+    if parts is not None:
+        times = merge_times(sc, times, parts)
     bottleneck = name_bottleneck(sc, times, period, resources)
     return assemble(sc, "analytic", times, resources, bottleneck, notes)

@@ -19,7 +19,7 @@ Two exact shortcuts keep the arrays small:
   the next real row's cannot change any real finish time (beyond the last bit).
 
 Everything else (several groups, colocated shards, a custom gradient order, communication CPU
-on a capped host) is left to the
+on a capped host, compute noise under a barrier) is left to the
 per-point model: :func:`batch_key` returns ``None`` for such scenarios. The BSP fixed point
 itself (layouts, FIFOs, passes) is in :mod:`ddlperf.predictors.analytic_batch_bsp`.
 """
@@ -34,6 +34,7 @@ import numpy as np
 
 from ddlperf.prediction import TIE_SHARE
 from ddlperf.predictors.analytic_batch_bsp import Points, batch_layout, bsp_period
+from ddlperf.predictors.analytic_noise import barrier_with_noise
 from ddlperf.predictors.assembly import single_worker_baseline
 from ddlperf.predictors.bottleneck import COMPUTE_BOUND_SHARE, SATURATED
 from ddlperf.predictors.buckets import bucket_layout
@@ -55,6 +56,8 @@ def batch_key(sc: Scenario) -> tuple[Any, ...] | None:
     Points with equal keys differ only in :func:`point_values` and the worker count.
     """
     if len(sc.groups) != 1 or sc.racks is not None or sc.capped or sc.receive_capped:
+        return None
+    if barrier_with_noise(sc):  # the slowest draw's timeline depends on the worker count
         return None
     g = sc.groups[0]
     if g.first != 0 or g.gpus != 1 or g.nics != 1 or g.kind != "workers":

@@ -371,7 +371,9 @@ METHOD_TEXT = """\
    links add only queueing and stack delay, and the predictors get the default 50 µs latency
    per message.
 5. **Measurement.** The iteration time is the median step period per worker over the measured
-   iterations (warm-up excluded), averaged over workers; p5–p95 spans all workers' steady
+   iterations (warm-up excluded; the mean where emulated compute draws its layer times, rows
+   with a `cv`: the slow draws are what such a row measures), averaged over workers; p5–p95
+   spans all workers' steady
    iterations. ± is the 95% interval of that mean from batch means (each worker's steady
    iterations cut into 5 consecutive blocks; `ddlperf.measure.mean_interval`): how far
    another run's mean could fall, wide where the workers' phase arrangement matters (ASP with

@@ -47,7 +47,9 @@ def _recorded_interval(plan: Plan, directory: Path) -> float | None:
         return None
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     sync = plan.strategy.sync if plan.strategy.arch == "ps" else None
-    interval = interval_from_records(records, plan.warmup, sync)
+    random = plan.compute == "emulated" and any(
+        layer.forward_cv > 0 or layer.backward_cv > 0 for layer in plan.workload.layers)
+    interval = interval_from_records(records, plan.warmup, sync, random)
     return None if interval is None else float(interval["half_width_s"])
 
 
