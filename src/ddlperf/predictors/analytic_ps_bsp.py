@@ -239,9 +239,16 @@ def connections_bind(sc: Scenario) -> tuple[bool, bool]:
 
 
 def _shares(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
-    """Each connection's share of its shard's downlink (push) and uplink (pull)."""
+    """Each connection's share of its shard's downlink (push) and uplink (pull).
+
+    Pulls leave every shard for all endpoints at once (a tensor's update releases them all),
+    and identical endpoints push in lockstep, so the link's share among all senders is what a
+    connection gets. Mixed groups push at their own times: a slower group's gradients arrive
+    once the others' are in, and then its connections have the shards' links to themselves,
+    limited only by its own link, so its connections are capped by the shard's link alone."""
     senders = _ps_senders(sc)
-    push = 1.0 / stream_s_per_byte(sc, senders, np.array([s.down for s in sc.shards]),
+    pushing = senders if len(sc.groups) == 1 else np.ones_like(senders)
+    push = 1.0 / stream_s_per_byte(sc, pushing, np.array([s.down for s in sc.shards]),
                                    receiving=True)
     pull = 1.0 / stream_s_per_byte(sc, senders, np.array([s.up for s in sc.shards]))
     return push, pull
