@@ -11,7 +11,8 @@ frozen file and records why under the change's key.
 
 Changes: ``colocated_nics`` (BSP with colocated shards as a fluid network, December 2026),
 ``server_gpu_phases`` (ASP GPUs of one server on phases of their own, December 2026) and
-``rack_links`` (ASP workers meeting at their rack's links, December 2026).
+``rack_links`` (ASP workers meeting at their rack's links, December 2026) and
+``ssp_silent_host`` (SSP holding only a host of every shard, December 2026).
 """
 
 from __future__ import annotations
@@ -71,6 +72,17 @@ CHANGES: dict[str, tuple[str, Callable[[dict[str, Any]], bool], float]] = {
                        and point.get("sync") in ("asp", "ssp")),
         # SSP(1) rows follow the ASP model (see the note) and may move away by this much
         0.2),
+    "ssp_silent_host": (
+        "SSP of identical workers where one host holds every shard: only the host is held "
+        "(its traffic is local, so it lines nobody up) and the remote workers keep the ASP "
+        "period (analytic_ps_async._host_held; December 2026, issue 11: fresh9-ssp3-coloc-1s "
+        "+78.6% -> +15.8% against the run, the simulator -0.5%): only such SSP rows changed "
+        "and were re-frozen (tools/refreeze_reference_rows.py ssp_silent_host), all 6 of "
+        "grid colocated_and_errors nearer the simulator (+20.6…+29.7% -> +0.5…+6.4%); "
+        "nothing else",
+        lambda point: (point.get("sync") == "ssp" and point.get("placement") == "colocated"
+                       and point.get("ps") == 1),
+        SAME),
 }
 
 

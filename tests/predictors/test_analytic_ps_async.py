@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from ddlperf.api import make_cluster, make_strategy, make_workload
+from ddlperf.api import make_cluster, make_strategy, make_workload, predict
 from ddlperf.predictors import analytic_ps_async
 from ddlperf.predictors.analytic_ps_async import alone_cycle
 from ddlperf.predictors.analytic_ps_bsp import ps_bsp
@@ -60,3 +60,21 @@ def test_the_cache_starts_again_when_full(workload, monkeypatch):
                      make_strategy(sync="asp"))
         assert alone_cycle(sc, sc.groups[0]) == _solo_period(sc)
     assert len(workload.derived_cache["alone_cycles"]) == 1
+
+
+def test_ssp_holds_a_host_of_every_shard_alone_and_keeps_the_others_apart():
+    """Identical workers, one host holding every shard: SSP holds only the host (its traffic
+    is local), so everyone runs at the remote workers' ASP period, not BSP's schedule."""
+    from tests.conftest import make_workload
+
+    w = make_workload([(0.015, 0.03, [250_000])] * 6 + [(0.003, 0.006, [4_000_000])])
+    kw = dict(workload=w, workers=4, ps=1, placement="colocated", bandwidth="300Mbps")
+    ssp = predict(sync="ssp", staleness=3, method="analytic", **kw)
+    asp = predict(sync="asp", method="analytic", **kw)
+    bsp = predict(sync="bsp", method="analytic", **kw)
+    remote = [w.iteration_time_s for w in asp.workers[1:]]
+    assert [w.iteration_time_s for w in ssp.workers] == pytest.approx(
+        [ssp.iteration_time_s] * 4, rel=1e-5)
+    assert ssp.iteration_time_s == pytest.approx(max(remote), rel=1e-6)
+    assert ssp.iteration_time_s < 0.8 * bsp.iteration_time_s
+    assert ssp.workers[0].wait_s > 0.1 and ssp.workers[1].wait_s == 0.0

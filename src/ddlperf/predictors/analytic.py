@@ -61,10 +61,10 @@ __all__ = [
 #: what the dev matrix measured where the analytic ASP/SSP model meets colocated shards
 COLOCATED_ASYNC_NOTE = (
     "analytic ASP/SSP with colocated shards is a rough view (a host's NIC taken as serving its "
-    "shard in every one of its own iterations; SSP as BSP's schedule once the hosts run "
-    "faster): on the dev matrix within 4% on four such rows, but −31% to +84% off on three "
-    "(fresh9-*: shards on several hosts with mixed workers; SSP with identical workers), "
-    "where --method simulate was within 2.3%")
+    "shard in every one of its own iterations; SSP as BSP's schedule once hosts of some "
+    "shards run ahead): on the dev matrix within 4% on four such rows, but −31% to +84% off "
+    "on three (fresh9-*: shards on several hosts, with mixed workers or under SSP), where "
+    "--method simulate was within 2.3%")
 
 
 def ssp_runs_as_asp(sc: Scenario) -> bool:
