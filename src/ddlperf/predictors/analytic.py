@@ -62,7 +62,7 @@ __all__ = [
 COLOCATED_ASYNC_NOTE = (
     "analytic ASP/SSP with colocated shards is a rough view (a host's NIC taken as serving its "
     "shard in every one of its own iterations; SSP as BSP's schedule once hosts of some "
-    "shards run ahead): on the dev matrix within 4% on four such rows, but −31% to +84% off "
+    "shards run ahead): on the dev matrix within 4% on four such rows, but −30% to +90% off "
     "on three (fresh9-*: shards on several hosts, with mixed workers or under SSP), where "
     "--method simulate was within 2.3%")
 
