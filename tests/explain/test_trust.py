@@ -25,10 +25,12 @@ def test_class_rows_and_numbers_come_from_the_published_file():
                                                           "speed": 0.4}], "ps": 1}
     sc = scenario(model="resnet18", cluster=cluster, sync="ssp", staleness=2)
     t = trust.trust_for(sc, "simulate")
-    assert t["class"] == {"arch": "ps", "sync": "ssp", "heterogeneous": True}
+    assert t["class"] == {"arch": "ps", "sync": "ssp", "heterogeneous": True,
+                          "colocated": False}
     rows = [r for r in trust._rows("validation.csv")
             if r["method"] == "simulate" and r["arch"] == "ps" and r["sync"] == "ssp"
-            and r["heterogeneous"] == "True" and r["status"] == "ok"]
+            and r["heterogeneous"] == "True" and r["status"] == "ok"
+            and r["placement"] != "colocated"]
     source = t["sources"][0]
     assert source["runs"] == len(rows) > 0
     worst = max((float(r["error_pct"]) for r in rows), key=abs)
@@ -116,3 +118,22 @@ def test_a_class_missing_from_one_source_only_names_that_source(tmp_path, monkey
         assert "No published cluster run of this class (PS + SSP" in t["text"]
     finally:
         trust._rows.cache_clear()
+
+
+def test_colocated_shards_are_a_class_of_their_own():
+    """The analytic ASP/SSP model is far off with colocated shards on some measured rows; a
+    prediction with dedicated shards must not borrow those errors, nor the reverse."""
+    rows = [r for r in trust._rows("validation.csv") if r["status"] == "ok"
+            and r["method"] == "analytic" and r["arch"] == "ps" and r["sync"] == "ssp"
+            and r["heterogeneous"] == "False"]
+    colocated = {r["scenario"] for r in rows if r["placement"] == "colocated"}
+    dedicated = {r["scenario"] for r in rows if r["placement"] == "dedicated"}
+    assert colocated and dedicated
+    for placement, want in (("colocated", colocated), ("dedicated", dedicated)):
+        sc = scenario(model="resnet18", workers=4, ps=1, placement=placement, sync="ssp",
+                      staleness=2)
+        source = trust.trust_for(sc, "analytic")["sources"][0]
+        assert set(source["scenarios"]) == want
+    text = trust.trust_for(scenario(model="resnet18", workers=4, ps=1, placement="colocated",
+                                    sync="ssp", staleness=2), "analytic")["text"]
+    assert "identical workers and colocated shards" in text

@@ -38,17 +38,21 @@ def _rows(name: str) -> tuple[dict[str, str], ...]:
 
 
 def scenario_class(sc: Scenario) -> dict[str, Any]:
-    """Architecture, synchronization and heterogeneity of a resolved scenario."""
+    """Architecture, synchronization, heterogeneity and shard placement of a resolved
+    scenario (colocated shards are a class of their own: the analytic ASP/SSP model's errors
+    there are not those of dedicated shards)."""
     strategy = sc.strategy
     sync = "bsp" if strategy.arch == "allreduce" else strategy.effective_sync
-    return {"arch": strategy.arch, "sync": sync, "heterogeneous": sc.cluster.heterogeneous}
+    return {"arch": strategy.arch, "sync": sync, "heterogeneous": sc.cluster.heterogeneous,
+            "colocated": any(s.host is not None for s in sc.shards)}
 
 
 def describe_class(cls: dict[str, Any]) -> str:
     arch = "PS" if cls["arch"] == "ps" else "all-reduce"
     sync = "" if cls["arch"] == "allreduce" else f" + {cls['sync'].upper()}"
     mixed = " with mixed workers" if cls["heterogeneous"] else " with identical workers"
-    return f"{arch}{sync}{mixed}"
+    placed = " and colocated shards" if cls.get("colocated") else ""
+    return f"{arch}{sync}{mixed}{placed}"
 
 
 def _in_class(row: dict[str, str], cls: dict[str, Any], method: str) -> bool:
@@ -60,7 +64,10 @@ def _in_class(row: dict[str, str], cls: dict[str, Any], method: str) -> bool:
     if (row.get("arch"), sync) != (cls["arch"], cls["sync"]):
         return False
     het = row.get("heterogeneous")
-    return het in (None, "") or (het == "True") == cls["heterogeneous"]
+    if het not in (None, "") and (het == "True") != cls["heterogeneous"]:
+        return False
+    placement = row.get("placement")  # absent from results published before the column
+    return placement is None or (placement == "colocated") == bool(cls.get("colocated"))
 
 
 def _summary(rows: list[dict[str, str]]) -> dict[str, Any] | None:

@@ -263,8 +263,9 @@ def summarize(records: list[dict[str, Any]], context: dict[str, Any]) -> Predict
     spec_workers = {w["name"]: w for w in context["workers"]}
     if context.get("sync") == "asp":
         notes += asp_trend_note(steady)
-    center = step_statistic(random_compute(context))
-    if random_compute(context):
+    random = random_compute(context)
+    center = step_statistic(random)
+    if random:
         notes.append("emulated compute is random (layer times with a spread): each worker's "
                      "iteration time is its mean step, which sets the throughput")
     medians = {n: center(float(r["duration_s"]) for r in its) for n, its in steady.items()}

@@ -19,8 +19,8 @@ METHODS = ("analytic", "simulate")
 TARGET_WORST_PCT = 10.0
 CSV_COLUMNS = [
     "scenario", "method", "status", "arch", "sync", "staleness", "sharding", "workers", "ps",
-    "compute", "heterogeneous", "bandwidth_bps", "parameter_bytes", "batch_size", "predicted_s",
-    "measured_s",
+    "placement", "compute", "heterogeneous", "bandwidth_bps", "parameter_bytes", "batch_size",
+    "predicted_s", "measured_s",
     "error_pct", "measured_ci95_pct", "measured_p5_s", "measured_p50_s", "measured_p95_s",
     "predicted_p5_s",
     "predicted_p95_s", "predicted_throughput", "measured_throughput", "throughput_error_pct",
@@ -42,7 +42,8 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "scenario": r["name"], "status": r.get("status"), "arch": setup.get("arch"),
             "sync": setup.get("sync"), "staleness": setup.get("staleness"),
             "sharding": setup.get("sharding"), "workers": setup.get("workers"),
-            "ps": setup.get("ps"), "compute": setup.get("compute"),
+            "ps": setup.get("ps"), "placement": setup.get("placement"),
+            "compute": setup.get("compute"),
             "heterogeneous": heterogeneous(setup),
             "bandwidth_bps": setup.get("bandwidth_bps"),
             "parameter_bytes": setup.get("parameter_bytes"),
