@@ -62,9 +62,8 @@ __all__ = [
 COLOCATED_ASYNC_NOTE = (
     "analytic ASP/SSP with colocated shards is a rough view (a host's NIC taken as serving its "
     "shard in every one of its own iterations; SSP as BSP's schedule once hosts of some "
-    "shards run ahead): on the dev matrix within 4% on four such rows, but −30% to +90% off "
-    "on three (fresh9-*: shards on several hosts, with mixed workers or under SSP), where "
-    "--method simulate was within 2.3%")
+    "shards run ahead), far off on some measured rows with shards on several hosts; "
+    "`ddlperf explain` gives how far, and --method simulate follows such runs")
 
 
 def ssp_runs_as_asp(sc: Scenario) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass, replace
 
 import numpy as np
@@ -275,18 +276,38 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     The exception is :func:`remote_pair`: the two remote workers of a host that holds every
     shard stay in lockstep, so they run BSP's schedule of the two alone with the shards.
     """
-    think, demand, population, _names, floor, copies, together = _ps_queueing(sc)
-    # a shared link (a server's NIC, a rack's link) is crossed together with a shard's
-    shared = len(together) > len(set(together.tolist()))
-    throughput, _ = mva(think, demand, population, floor=floor,
-                        copies=copies if shared else None, together=together if shared else None)
-    periods = population / throughput
+    network_periods = _network_periods(sc)
+    periods = network_periods(np.zeros(len(sc.groups)))
     pair = remote_pair(sc)
     if pair is not None:  # in lockstep: BSP's schedule of the two alone with the shards
         periods[pair] = _pair_period(sc, sc.groups[pair])
-    times = [GroupTime(float(p), g.compute_s, max(float(p) - g.compute_s, 0.0), 0.0)
-             for g, p in zip(sc.groups, periods)]
-    mean_period = float((periods * population).sum() / population.sum())
+    return _async_result(sc, periods, np.zeros(len(sc.groups)))
+
+
+def _network_periods(sc: Scenario) -> Callable[[np.ndarray], np.ndarray]:
+    """Each group's period in the closed queueing network of the PS links, as a function of
+    an extra delay per group (a wait at the staleness bound), so that callers that solve
+    for that delay set the network up once."""
+    think, demand, population, _names, floor, copies, together = _ps_queueing(sc)
+    # a shared link (a server's NIC, a rack's link) is crossed together with a shard's
+    shared = len(together) > len(set(together.tolist()))
+
+    def periods(extra: np.ndarray) -> np.ndarray:
+        throughput, _ = mva(think + extra, demand, population, floor=floor,
+                            copies=copies if shared else None,
+                            together=together if shared else None)
+        return population / throughput
+    return periods
+
+
+def _async_result(sc: Scenario, periods: np.ndarray, waits: np.ndarray
+                  ) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+    """Group times (communication is what the period leaves after compute and the wait),
+    the worker-weighted mean period and the resources' use."""
+    times = [GroupTime(float(p), g.compute_s, max(float(p) - g.compute_s - float(w), 0.0),
+                       float(w)) for g, p, w in zip(sc.groups, periods, waits)]
+    workers = np.array([g.count for g in sc.groups], dtype=float)
+    mean_period = float((periods * workers).sum() / workers.sum())
     return times, mean_period, async_resources(sc, [float(p) for p in periods], mean_period)
 
 
@@ -406,24 +427,17 @@ def _host_held(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]
     traffic lines up with the slowest worker's (with 3 shards the simulator's SSP lay 1–6%
     under that schedule on 5–6 workers, but 47% under it on 4: fresh9-ssp-coloc-3s, a known
     limit)."""
-    think, demand, population, _names, floor, copies, together = _ps_queueing(sc)
-    shared = len(together) > len(set(together.tolist()))
-    extra = np.zeros_like(think)
+    network_periods = _network_periods(sc)
+    extra = np.zeros(len(sc.groups))
     for _ in range(200):
-        throughput, _ = mva(think + extra, demand, population, floor=floor,
-                            copies=copies if shared else None,
-                            together=together if shared else None)
-        periods = population / throughput
+        periods = network_periods(extra)
         target = float(periods.max())
         if float(periods.min()) >= target * (1 - 1e-6):
             break
         extra = np.maximum(extra + 0.5 * (target - periods), 0.0)
     else:
         return None
-    times = [GroupTime(float(p), g.compute_s, max(float(p) - g.compute_s - float(e), 0.0),
-                       float(e)) for g, p, e in zip(sc.groups, periods, extra)]
-    mean_period = float((periods * population).sum() / population.sum())
-    return times, mean_period, async_resources(sc, [float(p) for p in periods], mean_period)
+    return _async_result(sc, periods, extra)
 
 
 def ssp_is_asp(sc: Scenario, bsp_view: Scenario | None = None) -> bool:

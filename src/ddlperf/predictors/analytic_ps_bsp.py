@@ -245,13 +245,21 @@ def _shares(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
     and identical endpoints push in lockstep, so the link's share among all senders is what a
     connection gets. Mixed groups push at their own times: a slower group's gradients arrive
     once the others' are in, and then its connections have the shards' links to themselves,
-    limited only by its own link, so its connections are capped by the shard's link alone."""
+    limited only by its own link, so its connections are capped by the shard's link alone.
+    Several groups always push at different times here: the scenario splits workers into
+    groups by what they differ in, and the compute-noise view splits identical workers into
+    rank classes for the same reason (their draws finish at different times)."""
     senders = _ps_senders(sc)
-    pushing = senders if len(sc.groups) == 1 else np.ones_like(senders)
+    pushing = senders if _push_together(sc) else np.ones_like(senders)
     push = 1.0 / stream_s_per_byte(sc, pushing, np.array([s.down for s in sc.shards]),
                                    receiving=True)
     pull = 1.0 / stream_s_per_byte(sc, senders, np.array([s.up for s in sc.shards]))
     return push, pull
+
+
+def _push_together(sc: Scenario) -> bool:
+    """Whether every endpoint pushes in lockstep (one group of identical workers)."""
+    return len(sc.groups) == 1
 
 
 def _shared(sc: Scenario, layout: _PsLayout, ready: np.ndarray, shares: np.ndarray,
