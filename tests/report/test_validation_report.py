@@ -94,3 +94,24 @@ def test_the_measured_means_interval_is_in_the_csv_the_page_and_the_summary() ->
     assert "| analytic | 2 | 5.0% | -10.0% (asp) | 2/2 | -10.0% (asp w0) | 1/1 |" in text
     assert any("0/1 beyond the measured mean's 95% interval" in line
                for line in summary_lines(summary) if line.startswith("simulate"))
+
+
+def test_the_host_cpu_probe_is_in_the_csv_and_slow_rows_are_named_on_the_page() -> None:
+    rows = [row(name, 1.0, 1.0, 1.0) for name in ("a", "b", "c", "d")]
+    for r, before, after in zip(rows, (10e-3, 10.2e-3, 9.9e-3, 10.1e-3),
+                                (10e-3, 10e-3, 10e-3, 13e-3)):
+        r["inputs"] = {"host": {"probe_before_s": before, "probe_after_s": after,
+                                "steal_pct": 0.5}}
+    rows[1]["inputs"]["host"]["steal_pct"] = 4.0
+    table = list(csv.DictReader(io.StringIO(csv_text(rows))))
+    assert float(table[0]["host_probe_ms"]) == pytest.approx(10.0)
+    assert float(table[6]["host_probe_ms"]) == pytest.approx(13.0)  # the slower reading
+    assert float(table[2]["steal_pct"]) == pytest.approx(4.0)
+    text = markdown(rows, summarize(rows), {})
+    assert "a fixed CPU probe took 10.0–13.0 ms" in text
+    assert "at most 4.0% of the CPU" in text
+    assert "over 10% slower than the run's median: d (+29%)" in text
+    # rows from before the probe existed: no line, empty CSV cells
+    old = [row("a", 1.0, 1.0, 1.0)]
+    assert "CPU probe" not in markdown(old, summarize(old), {})
+    assert next(csv.DictReader(io.StringIO(csv_text(old))))["host_probe_ms"] == ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ CSV_COLUMNS = [
     "predicted_p5_s",
     "predicted_p95_s", "predicted_throughput", "measured_throughput", "throughput_error_pct",
     "bottleneck_predicted", "bottleneck_measured", "rates", "probe_max_deviation_pct",
-    "wire_ok", "worst_worker", "worst_worker_error_pct", "worker_errors_pct", "note",
+    "host_probe_ms", "steal_pct", "wire_ok", "worst_worker", "worst_worker_error_pct",
+    "worker_errors_pct", "note",
 ]
 
 
@@ -52,7 +54,7 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if r.get("status") != "ok":
             out.append({**base, "method": "", "note": r.get("error", "")})
             continue
-        m = r["measured"]
+        m, host = r["measured"], r.get("inputs", {}).get("host")
         for method in METHODS:
             p = r["predicted"].get(method)
             if p is None:
@@ -71,6 +73,7 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "bottleneck_measured": m.get("bottleneck"),
                 "rates": r.get("inputs", {}).get("rates"),
                 "probe_max_deviation_pct": m.get("probe_max_deviation_pct"),
+                "host_probe_ms": probe_ms(host), "steal_pct": (host or {}).get("steal_pct"),
                 "wire_ok": m.get("wire_ok"),
                 **_worker_columns(p.get("worker_error_pct") or {}),
             })
@@ -455,6 +458,7 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
             f"{_secs(s.get('iteration_time_s'))} ({_err(s.get('error_pct'))}) | "
             f"{m.get('bottleneck')} / {a.get('bottleneck', '-')} / {s.get('bottleneck', '-')} | "
             f"{'-' if dev is None else f'{dev:.1f}%'} |")
+    lines += _host_lines(rows)
     lines += _per_worker_table(rows)
     notes = [(i, r) for i, r in enumerate(rows, 1) if r.get("note")]
     if notes:
@@ -467,6 +471,51 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
         lines += ["", "## What the errors show", "", findings.strip()]
     lines += ["", METHOD_TEXT]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def probe_ms(host: dict[str, Any] | None) -> float | None:
+    """The row's CPU probe in ms: the slower of its two readings (a slow spell on either
+    side of the run is what it may have met), None where not recorded."""
+    if not host:
+        return None
+    values = [v for v in (host.get("probe_before_s"), host.get("probe_after_s"))
+              if v is not None]
+    return 1e3 * max(values) if values else None
+
+
+def slow_rows(rows: list[dict[str, Any]], threshold_pct: float = 10.0
+              ) -> list[tuple[str, float]]:
+    """Rows whose CPU probe ran more than ``threshold_pct`` slower than the run's median
+    probe: (name, percent slower), slowest first."""
+    probes = {r["name"]: probe_ms(r.get("inputs", {}).get("host"))
+              for r in rows if r.get("status") == "ok"}
+    known = {n: p for n, p in probes.items() if p is not None}
+    if len(known) < 2:
+        return []
+    median = statistics.median(known.values())
+    slow = [(n, 100.0 * (p / median - 1)) for n, p in known.items()
+            if p > median * (1 + threshold_pct / 100)]
+    return sorted(slow, key=lambda item: -item[1])
+
+
+def _host_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """How fast the host's CPU ran around each measurement (:mod:`ddlperf.validate.host_speed`):
+    the run's spread of the CPU probe, the rows measured while it ran slow, the most steal."""
+    hosts = [(r["name"], r.get("inputs", {}).get("host")) for r in _ok(rows)]
+    probes = sorted(p for p in (probe_ms(h) for _n, h in hosts) if p is not None)
+    if not probes:
+        return []
+    steals = [(h or {}).get("steal_pct") for _n, h in hosts]
+    known = [s for s in steals if s is not None]
+    slow = slow_rows(rows)
+    text = (f"Host CPU around each measurement: a fixed CPU probe took {probes[0]:.1f}–"
+            f"{probes[-1]:.1f} ms (median {probes[len(probes) // 2]:.1f}) over "
+            f"{len(probes)} rows")
+    text += (f"; the hypervisor took at most {max(known):.1f}% of the CPU while a row was "
+             "measured" if known else "")
+    text += ("; measured while the CPU ran over 10% slower than the run's median: "
+             + ", ".join(f"{n} (+{pct:.0f}%)" for n, pct in slow) if slow else "")
+    return ["", text + " (CSV: `host_probe_ms`, `steal_pct`)."]
 
 
 def _per_worker_table(rows: list[dict[str, Any]]) -> list[str]:

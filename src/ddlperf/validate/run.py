@@ -28,6 +28,7 @@ from ddlperf.validate.comm_cpu import (
     calibrate_ring_cpu,
 )
 from ddlperf.validate.compare import METHODS, compare, summarize
+from ddlperf.validate.host_speed import HostWindow
 from ddlperf.validate.matrix_file import load_matrix
 from ddlperf.validate.plan import Plan, plan_matrix
 from ddlperf.validate.results import (
@@ -141,6 +142,7 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
                 "value": fabric["intra_cpu_s_per_byte"],
                 "source": "calibrated on this machine in this session: " + fabric["how"],
                 "calibration": fabric}
+    window = HostWindow.start()
     t0 = time.monotonic()
     measurement = measure(
         workload=workload, cluster=cluster, strategy=plan.strategy, compute=plan.compute,
@@ -148,6 +150,7 @@ def run_scenario(plan: Plan, directory: Path, *, rates: str = "configured",
         timeout=plan.timeout, cpu_quota=plan.cpu_quota or None, probe=True,
         probe_seconds=plan.probe_seconds, progress=say)
     durations["measure_s"] = time.monotonic() - t0
+    inputs["host"] = window.finish()  # how fast the CPU ran around it (validate.host_speed)
     predict_cluster = cluster
     if speeds:
         # a quota'd host pays its communication CPU from its quota (ddlperf.host_cpu)
