@@ -234,6 +234,8 @@ def test_smoke_matrix_end_to_end(tmp_path: Path) -> None:
     for r in rows:
         assert r["measured"]["wire_ok"] is True
         assert (out / r["name"] / "measure" / "measurement.json").exists()
+        host = r["inputs"]["host"]  # how fast the CPU ran around the measurement
+        assert host["probe_before_s"] > 0 and host["probe_after_s"] > 0
         for method in ("analytic", "simulate"):
             assert math.isfinite(r["predicted"][method]["error_pct"])
             assert abs(r["predicted"][method]["error_pct"]) < 50

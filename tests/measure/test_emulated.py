@@ -20,7 +20,14 @@ import pytest
 from ddlperf.errors import InputError
 from ddlperf.measure import cgroups, cpu_precedence, emulated, netns, shaping
 from ddlperf.measure.emulated import EmulatedCluster, HostSpec
-from ddlperf.measure.probe import GOODPUT_FACTOR, expected_goodput, probe_all, probe_flows
+from ddlperf.measure.probe import (
+    GOODPUT_FACTOR,
+    expected_goodput,
+    max_deviation,
+    probe_all,
+    probe_flows,
+    probe_until_steady,
+)
 from tests.conftest import leftovers, netns_skip_reason
 
 MBPS = 1e6
@@ -351,3 +358,17 @@ def test_a_process_that_ignores_sigint_keeps_ignoring_it_while_a_cluster_is_up()
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+@root
+@pytest.mark.root
+def test_a_link_that_misses_its_rate_is_probed_again_and_the_best_probe_kept(cluster3):
+    said: list[str] = []
+    # no link is ever exactly at its rate: with no tolerance every attempt is made
+    probe, attempts = probe_until_steady(cluster3, 0.3, tolerance=0.0, retries=2, wait_s=0.0,
+                                         say=said.append)
+    assert len(attempts) == 3 and len(said) == 2 and "probing again" in said[0]
+    assert max_deviation(probe) == pytest.approx(min(attempts))
+    # a tolerance every probe meets: one attempt
+    _probe, attempts = probe_until_steady(cluster3, 0.3, tolerance=1.0)
+    assert len(attempts) == 1

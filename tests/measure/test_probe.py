@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ddlperf.measure.emulated import HostSpec
 from ddlperf.measure.probe import own_rate_bps, probe_peers
 
@@ -29,3 +31,13 @@ def test_only_a_probe_of_the_link_itself_gives_its_rate() -> None:
     assert own_rate_bps(entry, "downlink") is None
     assert own_rate_bps({"uplink_bps": 95e6}, "uplink") is None  # an older path probe
     assert own_rate_bps(None, "uplink") is None
+
+
+def test_the_largest_deviation_over_links_and_directions() -> None:
+    from ddlperf.measure.probe import max_deviation
+
+    probed = {"a": {"uplink_bps": 90.0, "uplink_expected_bps": 100.0,
+                    "downlink_bps": 103.0, "downlink_expected_bps": 100.0},
+              "b": {"uplink_bps": 100.0, "uplink_expected_bps": 100.0}}
+    assert max_deviation(probed) == pytest.approx(0.10)
+    assert max_deviation({}) is None and max_deviation(None) is None

@@ -69,6 +69,8 @@ def _check_common(m, rid: str, out: Path, elapsed: float) -> None:
     assert saved["kind"] == "measurement" and saved["iteration_time_s"] == m.iteration_time_s
     records, skipped = read_records(out / "records.jsonl")
     assert skipped == 0 and any(r["type"] == "probe" for r in records)
+    attempts = m.inputs["measure"]["probe_attempts"]  # a spell of a slow link: probed again
+    assert 1 <= len(attempts) <= 3 and all(a >= 0 for a in attempts)
     assert all("emulated device time" in (w.device or "") for w in m.workers)
     assert leftovers(rid) == [] and _trainers_of(out) == b""
 

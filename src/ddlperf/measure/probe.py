@@ -22,6 +22,12 @@ from ddlperf.errors import InputError
 from ddlperf.measure.emulated import EmulatedCluster
 
 GOODPUT_FACTOR = 1448 / 1514  # TCP payload per full Ethernet frame (timestamps on): ≈ 0.956
+# probe_until_steady: a link further than this from its expected goodput is probed again
+# (the 90th percentile of the dev matrix's recorded probes, 8.9%; the median was 1.6%), after
+# a wait, at most this many times
+PROBE_RETRY_DEVIATION = 0.08
+PROBE_RETRY_WAIT_S = 5.0
+PROBE_RETRIES = 2
 
 _RECEIVER = r"""
 import json, socket, sys, time
@@ -206,6 +212,50 @@ def probe_all(cluster: EmulatedCluster, seconds: float = 1.0) -> dict[str, dict[
             })
         result[host.name] = entry
     return result
+
+
+def max_deviation(probed: dict[str, dict[str, Any]] | None) -> float | None:
+    """Largest |probed / expected − 1| over every link and direction of a :func:`probe_all`
+    result (a fraction; None where nothing was probed)."""
+    worst = None
+    for link in (probed or {}).values():
+        for direction in ("uplink", "downlink"):
+            got, expected = link.get(f"{direction}_bps"), link.get(f"{direction}_expected_bps")
+            if got and expected:
+                dev = abs(float(got) / float(expected) - 1)
+                worst = dev if worst is None else max(worst, dev)
+    return worst
+
+
+def probe_until_steady(cluster: EmulatedCluster, seconds: float, *,
+                       tolerance: float = PROBE_RETRY_DEVIATION, retries: int = PROBE_RETRIES,
+                       wait_s: float = PROBE_RETRY_WAIT_S, say: Any = lambda _m: None
+                       ) -> tuple[dict[str, Any], list[float]]:
+    """:func:`probe_all`, again after ``wait_s`` (at most ``retries`` times) while some link
+    misses its expected goodput by more than ``tolerance``; returns the probe that missed
+    least and every attempt's largest deviation (fractions, in order).
+
+    Why: a link that cannot reach its rate is a testbed that is not the configured cluster,
+    and on this 2-core machine that happens in spells (another process, the hypervisor): over
+    339 recorded probes of the dev matrix the median deviation was 1.6% and the 90th
+    percentile 8.9%, and the runs that followed the worst probes measured deterministic rows
+    up to 8% slower than their other runs did (fresh3-bsp-coloc-4s at 14% deviation,
+    ps-bsp-colocated-3w-2s at 19%). A spell passes; a link that never reaches its rate keeps
+    the best attempt, and the deviation is reported with the measurement as before.
+    """
+    attempts: list[tuple[float, dict[str, Any]]] = []
+    for attempt in range(retries + 1):
+        if attempt:
+            say(f"a link missed its rate by {100 * attempts[-1][0]:.1f}% "
+                f"(over {100 * tolerance:g}%): probing again in {wait_s:g} s")
+            time.sleep(wait_s)
+        probed = probe_all(cluster, seconds=seconds)
+        deviation = max_deviation(probed)
+        attempts.append((0.0 if deviation is None else deviation, probed))
+        if deviation is None or deviation <= tolerance:
+            break
+    best = min(attempts, key=lambda item: item[0])[1]
+    return best, [dev for dev, _p in attempts]
 
 
 def probe_peers(own_bps: float, others: list[Any], rate_of: Any) -> list[Any]:

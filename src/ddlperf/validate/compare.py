@@ -34,15 +34,9 @@ def worst_worker(errors: dict[str, float]) -> tuple[str, float] | None:
 
 def probe_deviation(measurement: Prediction) -> float | None:
     """Largest |probed / expected − 1| over all links (expected = configured × goodput)."""
-    probe = measurement.inputs.get("measure", {}).get("probe") or {}
-    worst = None
-    for link in probe.values():
-        for direction in ("uplink", "downlink"):
-            got, expected = link.get(f"{direction}_bps"), link.get(f"{direction}_expected_bps")
-            if got and expected:
-                dev = abs(float(got) / float(expected) - 1)
-                worst = dev if worst is None else max(worst, dev)
-    return worst
+    from ddlperf.measure.probe import max_deviation
+
+    return max_deviation(measurement.inputs.get("measure", {}).get("probe"))
 
 
 def mean_ci95_s(measurement: Prediction) -> float | None:
