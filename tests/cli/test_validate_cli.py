@@ -258,3 +258,40 @@ def test_smoke_matrix_end_to_end(tmp_path: Path) -> None:
         for method in ("analytic", "simulate"):
             assert new["predicted"][method]["iteration_time_s"] == pytest.approx(
                 old["predicted"][method]["iteration_time_s"], rel=1e-9)
+
+
+def test_against_compares_two_runs_and_puts_the_section_on_the_page(tmp_path: Path) -> None:
+    from tests.validate.helpers import row
+
+    _fake_results(tmp_path / "run")
+    rows = [row("a", 1.1, 0.9, 1.02), row("b", 2.01, 2.4, 1.9)]
+    other = ValidationRun(tmp_path / "other", "m.yaml", rows, summarize(rows),
+                          {"created": "2026-12-02T06:03:11+0000"})
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "results.json").write_text(json.dumps(other.to_dict()))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    result = runner.invoke(app, ["validate", "--results", str(tmp_path / "run"), "--against",
+                                 str(tmp_path / "other"), "--publish", str(docs)],
+                           terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "1 of 2 scenarios agree within 2 points" in result.output
+    page = (docs / "validation.md").read_text()
+    assert "## Agreement with another run" in page and "made 2026-12-02T06:03:11" in page
+    assert "| a | 1.000 / 1.100 s | +10.0%" in page
+    as_json = json.loads(runner.invoke(app, ["validate", "--results", str(tmp_path / "run"),
+                                             "--against", str(tmp_path / "other"),
+                                             "--json"]).stdout)
+    assert as_json["agreement"]["agree"] == 1 and as_json["agreement"]["compared"] == 2
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--against", "RUN"], ["--against", "--results"]),
+    (["--results", "RUN", "--against", "MISSING"], ["--against"]),
+])
+def test_against_needs_results_and_an_existing_run(tmp_path: Path, args: list[str],
+                                                   needles: list[str]) -> None:
+    _fake_results(tmp_path / "RUN")
+    args = [str(tmp_path / a) if a in ("RUN", "MISSING") else a for a in args]
+    result = runner.invoke(app, ["validate", *args])
+    assert_one_line_error(result, *needles)

@@ -69,6 +69,7 @@ def validate(
     publish: Annotated[Path | None, typer.Option(help="also write validation.md, validation.csv and validation.png into this directory (e.g. docs)")] = None,
     results: Annotated[Path | None, typer.Option(help="no runs: report (and --publish) an earlier run's results.json or its directory; with --matrix, the page's texts come from that file")] = None,
     repredict: Annotated[bool, typer.Option(help="with --results and --matrix: predict the run's scenarios again with today's models (measurements kept) and rewrite its results")] = False,
+    against: Annotated[Path | None, typer.Option(help="with --results: how far another run of the matrix (its results.json or directory) agrees, per scenario within 2 points; a section of the page with --publish")] = None,
     dry_run: Annotated[bool, typer.Option(help="check the matrix and list the scenarios; run nothing (no root needed)")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print results.json's content instead of tables")] = False,
 ) -> None:
@@ -88,9 +89,13 @@ def validate(
         _published(published, out, only, publish, json_output,
                    {"--matrix": matrix is not None, "--resume": resume, "--dry-run": dry_run,
                     "--results": results is not None, "--rates": rates != "configured",
-                    "--repredict": repredict})
+                    "--repredict": repredict, "--against": against is not None})
         return
     out = out or Path("validation")
+    other = None
+    if against is not None and results is None:
+        raise InputError("--against", "compares an earlier run with another",
+                         "add --results DIR (the run to report)")
     if results is not None:
         if only or resume or dry_run:
             raise InputError("--results", "reports an earlier run; it takes no --only, "
@@ -101,6 +106,7 @@ def validate(
             matrix_file = api.load_matrix(matrix)
             title, description = matrix_file.title, matrix_file.description
             findings = matrix_file.findings
+        other = None if against is None else api.load_results(against, field="--against")
         if repredict:
             if matrix is None:
                 raise InputError("--repredict", "needs the matrix the run was made from",
@@ -125,23 +131,46 @@ def validate(
         if publish is not None:
             check_writable(publish / "validation.md", "--publish")
         run = _run(api, matrix, out, names, resume, rates)
+    ag, label = None, ""
+    if other is not None:
+        from ddlperf.validate.agreement import agreement
+
+        ag = agreement(run.rows, other.rows)
+        label = _run_label(other)
     if publish is not None:
+        from ddlperf.report.agreement_report import markdown_lines
+
         check_writable(publish / "validation.md", "--publish")
         command = f"ddlperf validate --matrix {run.matrix} --publish {publish}" + (
             f" --rates {run.meta.get('rates')}" if run.meta.get("rates", "configured")
             != "configured" else "")
         publish_docs(run.rows, run.summary, run.meta, publish, title=title,
-                     description=description, command=command, findings=findings)
+                     description=description, command=command, findings=findings,
+                     agreement=None if ag is None else markdown_lines(ag, label))
     if json_output:
-        print_json(api.clean_json(run.to_dict()))
+        data = run.to_dict()
+        if ag is not None:
+            data["agreement"] = {"against": label, **ag}
+        print_json(api.clean_json(data))
     else:
         render(run.rows, run.summary, out_console())
+        if ag is not None:
+            from ddlperf.report.agreement_report import render as render_agreement
+
+            render_agreement(ag, label, out_console())
         typer.echo(f"results: {run.out / 'results.json'}, {run.out / 'results.csv'}, "
                    f"{run.out / 'validation.png'}")
         if publish is not None:
             typer.echo(f"published: {publish / 'validation.md'} (+ .csv, .png)")
     if run.summary.get("failed"):
         raise typer.Exit(1)
+
+
+def _run_label(run: Any) -> str:
+    """How the page names another run: when it was made and how many scenarios it has."""
+    created = run.meta.get("created")
+    return (f"another run of {len(run.rows)} scenarios"
+            + (f" made {created}" if created else ""))
 
 
 def _published(path: Path, out: Path | None, only: str | None, publish: Path | None,
