@@ -62,7 +62,7 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({
                 **base, "method": method, "predicted_s": p["iteration_time_s"],
                 "measured_s": m["iteration_time_s"], "error_pct": p["error_pct"],
-                "measured_ci95_pct": _ci_pct(m), "measured_p5_s": m.get("p5_s"),
+                "measured_ci95_pct": ci_pct(m), "measured_p5_s": m.get("p5_s"),
                 "measured_p50_s": m.get("p50_s"),
                 "measured_p95_s": m.get("p95_s"), "predicted_p5_s": p.get("p5_s"),
                 "predicted_p95_s": p.get("p95_s"),
@@ -80,14 +80,14 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _ci_pct(measured: dict[str, Any]) -> float | None:
+def ci_pct(measured: dict[str, Any]) -> float | None:
     """The measured mean's 95% interval, ± percent of the mean (None: not known)."""
     half, mean = measured.get("mean_ci95_s"), measured.get("iteration_time_s")
     return 100.0 * half / mean if half is not None and mean else None
 
 
 def _ci_text(measured: dict[str, Any]) -> str:
-    pct = _ci_pct(measured)
+    pct = ci_pct(measured)
     return "" if pct is None else f" ±{pct:.1f}%"
 
 

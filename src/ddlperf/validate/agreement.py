@@ -14,27 +14,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ddlperf.report.validation_report import ci_pct, probe_ms
+
 AGREE_POINTS = 2.0  # the issue's bar: two runs' errors within this many points per scenario
 METHODS = ("analytic", "simulate")
-
-
-def _host_probe_ms(row: dict[str, Any]) -> float | None:
-    host = (row.get("inputs") or {}).get("host") or {}
-    values = [v for v in (host.get("probe_before_s"), host.get("probe_after_s")) if v]
-    return 1e3 * max(values) if values else None
-
-
-def _ci_pct(measured: dict[str, Any]) -> float | None:
-    half, value = measured.get("mean_ci95_s"), measured.get("iteration_time_s")
-    return None if half is None or not value else 100.0 * half / value
 
 
 def _evidence(row: dict[str, Any]) -> dict[str, float | None]:
     m = row["measured"]
     return {"probe_max_deviation_pct": m.get("probe_max_deviation_pct"),
-            "host_probe_ms": _host_probe_ms(row),
+            "host_probe_ms": probe_ms((row.get("inputs") or {}).get("host")),
             "steal_pct": ((row.get("inputs") or {}).get("host") or {}).get("steal_pct"),
-            "ci95_pct": _ci_pct(m)}
+            "ci95_pct": ci_pct(m)}
 
 
 def agreement(rows: list[dict[str, Any]], other_rows: list[dict[str, Any]]
