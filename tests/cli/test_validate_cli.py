@@ -278,7 +278,7 @@ def test_against_compares_two_runs_and_puts_the_section_on_the_page(tmp_path: Pa
     assert "1 of 2 scenarios agree within 2 points" in result.output
     page = (docs / "validation.md").read_text()
     assert "## Agreement with another run" in page and "made 2026-12-02T06:03:11" in page
-    assert "| a | 1.000 / 1.100 s | +10.0%" in page
+    assert "| a | 1.000 / 1.100 s | -9.1%" in page
     as_json = json.loads(runner.invoke(app, ["validate", "--results", str(tmp_path / "run"),
                                              "--against", str(tmp_path / "other"),
                                              "--json"]).stdout)

@@ -29,7 +29,7 @@ def test_each_run_is_judged_with_this_runs_predictions() -> None:
     # the other run's own (stale) predictions 0.5 s play no part: 1.0 against 1.01 s
     assert steady["errors_pct"]["analytic"] == pytest.approx((0.0, 100 * (1.0 / 1.01 - 1)))
     assert steady["points"] == pytest.approx(1.0) and steady["agree"]  # simulate: +1 → 0
-    assert moved["change_pct"] == pytest.approx(8.0)
+    assert moved["change_pct"] == pytest.approx(100 * (1.0 / 1.08 - 1))  # this vs the other
     assert moved["points"] == pytest.approx(100 * (1.0 - 1.0 / 1.08), abs=1e-9)
     assert not moved["agree"]
     assert moved["evidence"]["host_probe_ms"] == pytest.approx(11.0)
@@ -44,6 +44,6 @@ def test_the_page_lists_the_scenarios_beyond_the_bar_with_their_evidence() -> No
     lines = markdown_lines(ag, "another run")
     assert "## Agreement with another run" in lines
     moved = next(line for line in lines if line.startswith("| moved"))
-    assert "1.000 / 1.080 s" in moved and "+8.0%" in moved and "14.1%" in moved
+    assert "1.000 / 1.080 s" in moved and "-7.4%" in moved and "14.1%" in moved
     assert "11.0 ms / -" in moved
     assert not any(line.startswith("| steady") for line in lines)

@@ -39,7 +39,7 @@ def markdown_lines(ag: dict[str, Any], other: str) -> list[str]:
     apart = _apart(ag)
     if not apart:
         return lines
-    lines += ["| scenario | measured (this / other) | change | points | link probe dev. | "
+    lines += ["| scenario | measured (this / other) | this vs other | points | link probe dev. | "
               "CPU probe | steal | mean ±95% |",
               "| --- | --- | ---: | ---: | --- | --- | --- | --- |"]
     for c in apart:
@@ -63,7 +63,7 @@ def render(ag: dict[str, Any], other: str, console: Any) -> None:
         return
     table = Table(header_style="bold", title_justify="left",
                   title=f"beyond {ag['points']:g} points (this run / the other)")
-    for col in ("scenario", "measured s", "change", "points", "link probe dev.", "CPU probe",
+    for col in ("scenario", "measured s", "this vs other", "points", "link probe dev.", "CPU probe",
                 "steal", "mean ±95%"):
         table.add_column(col)
     for c in apart:

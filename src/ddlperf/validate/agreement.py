@@ -57,7 +57,8 @@ def agreement(rows: list[dict[str, Any]], other_rows: list[dict[str, Any]]
         points = max((abs(b - a) for a, b in errors.values()), default=math.nan)
         compared.append({
             "name": row["name"], "measured_s": measured, "other_measured_s": again,
-            "change_pct": 100.0 * (again - measured) / measured, "errors_pct": errors,
+            # this run's measurement relative to the other's (the other is usually older)
+            "change_pct": 100.0 * (measured - again) / again, "errors_pct": errors,
             "points": points, "agree": bool(points <= AGREE_POINTS),
             "evidence": _evidence(row), "other_evidence": _evidence(other),
         })
