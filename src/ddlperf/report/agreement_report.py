@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _pct(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.1f}%" if signed else f"{value:.1f}%"
+from ddlperf.report.validation_report import _err
 
 
 def _pair(ev: dict[str, Any], other: dict[str, Any], key: str, unit: str = "%") -> str:
@@ -46,7 +42,7 @@ def markdown_lines(ag: dict[str, Any], other: str) -> list[str]:
         ev, ot = c["evidence"], c["other_evidence"]
         lines.append(
             f"| {c['name']} | {c['measured_s']:.3f} / {c['other_measured_s']:.3f} s | "
-            f"{_pct(c['change_pct'], signed=True)} | {c['points']:.1f} | "
+            f"{_err(c['change_pct'])} | {c['points']:.1f} | "
             f"{_pair(ev, ot, 'probe_max_deviation_pct')} | "
             f"{_pair(ev, ot, 'host_probe_ms', ' ms')} | {_pair(ev, ot, 'steal_pct')} | "
             f"±{_pair(ev, ot, 'ci95_pct')} |")
@@ -69,7 +65,7 @@ def render(ag: dict[str, Any], other: str, console: Any) -> None:
     for c in apart:
         ev, ot = c["evidence"], c["other_evidence"]
         table.add_row(c["name"], f"{c['measured_s']:.3f} / {c['other_measured_s']:.3f}",
-                      _pct(c["change_pct"], signed=True), f"{c['points']:.1f}",
+                      _err(c["change_pct"]), f"{c['points']:.1f}",
                       _pair(ev, ot, "probe_max_deviation_pct"),
                       _pair(ev, ot, "host_probe_ms", " ms"), _pair(ev, ot, "steal_pct"),
                       _pair(ev, ot, "ci95_pct"))

@@ -513,7 +513,7 @@ def _host_lines(rows: list[dict[str, Any]]) -> list[str]:
     known = [s for s in steals if s is not None]
     slow = slow_rows(rows)
     text = (f"Host CPU around each measurement: a fixed CPU probe took {probes[0]:.1f}–"
-            f"{probes[-1]:.1f} ms (median {probes[len(probes) // 2]:.1f}) over "
+            f"{probes[-1]:.1f} ms (median {statistics.median(probes):.1f}) over "
             f"{len(probes)} rows")
     text += (f"; the hypervisor took at most {max(known):.1f}% of the CPU while a row was "
              "measured" if known else "")

@@ -15,16 +15,15 @@ import math
 from typing import Any
 
 from ddlperf.report.validation_report import ci_pct, probe_ms
+from ddlperf.validate.compare import METHODS
 
 AGREE_POINTS = 2.0  # the issue's bar: two runs' errors within this many points per scenario
-METHODS = ("analytic", "simulate")
 
 
 def _evidence(row: dict[str, Any]) -> dict[str, float | None]:
-    m = row["measured"]
+    m, host = row["measured"], (row.get("inputs") or {}).get("host")
     return {"probe_max_deviation_pct": m.get("probe_max_deviation_pct"),
-            "host_probe_ms": probe_ms((row.get("inputs") or {}).get("host")),
-            "steal_pct": ((row.get("inputs") or {}).get("host") or {}).get("steal_pct"),
+            "host_probe_ms": probe_ms(host), "steal_pct": (host or {}).get("steal_pct"),
             "ci95_pct": ci_pct(m)}
 
 
