@@ -11,8 +11,9 @@ frozen file and records why under the change's key.
 
 Changes: ``colocated_nics`` (BSP with colocated shards as a fluid network, December 2026),
 ``server_gpu_phases`` (ASP GPUs of one server on phases of their own, December 2026) and
-``rack_links`` (ASP workers meeting at their rack's links, December 2026) and
-``ssp_silent_host`` (SSP holding only a host of every shard, December 2026).
+``rack_links`` (ASP workers meeting at their rack's links, December 2026),
+``ssp_silent_host`` (SSP holding only a host of every shard, December 2026) and
+``colocated_async`` (ASP/SSP's queueing network with a station per NIC, December 2026).
 """
 
 from __future__ import annotations
@@ -82,6 +83,18 @@ CHANGES: dict[str, tuple[str, Callable[[dict[str, Any]], bool], float]] = {
         "nothing else",
         lambda point: (point.get("sync") == "ssp" and point.get("placement") == "colocated"
                        and point.get("ps") == 1),
+        SAME),
+    "colocated_async": (
+        "ASP/SSP with colocated shards on one-GPU hosts: every NIC a queueing station, a host's "
+        "crossed by its shard's traffic and its own worker's (analytic_colocated_async), a "
+        "host alone with one of several shards moves that shard's part in memory "
+        "(analytic_ps_bsp.own_link_bytes), and SSP holds the faster workers without lining "
+        "them up where the slowest are apart (analytic_ps_async._slowest_apart; December "
+        "2026, issue 11: fresh9-ssp-coloc-3s +79.0% -> +1.4%, fresh9-asp-coloc-mixed -30.2% "
+        "-> -9.4% against the runs): only the colocated ASP/SSP rows changed and were "
+        "re-frozen (tools/refreeze_reference_rows.py colocated_async); nothing else",
+        lambda point: (point.get("sync") in ("asp", "ssp")
+                       and point.get("placement") == "colocated"),
         SAME),
 }
 

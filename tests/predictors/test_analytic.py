@@ -225,11 +225,3 @@ def test_a_slower_group_pushes_to_several_shards_alone_at_its_own_links_rate(gro
     assert a.iteration_time_s >= slow_alone.iteration_time_s * (1 - 1e-9)
 
 
-@pytest.mark.parametrize(("sync", "placement", "said"), [
-    ("asp", "colocated", True), ("ssp", "colocated", True),
-    ("bsp", "colocated", False), ("asp", "dedicated", False)])
-def test_asynchronous_colocated_predictions_point_to_simulate(sync, placement, said):
-    w = make_workload([(0.01, 0.02, [1_000_000])] * 4)
-    p = run(w, workers=4, ps=2, placement=placement, sync=sync,
-            staleness=2 if sync == "ssp" else None)
-    assert any("colocated shards" in note and "simulate" in note for note in p.notes) is said

@@ -71,3 +71,33 @@ def test_a_transfer_takes_its_busier_stations_residence():
     assert r[0, 0] == r[1, 0] == pytest.approx(0.4)  # alone at its NIC
     assert x[0] == pytest.approx(1.0 / (0.5 + 0.4))
     assert r[1, 1] == 0.0 and r[0, 1] > 0.1  # class 1 never at the NIC, queues at the link
+
+
+def test_labels_per_class_split_one_station_between_two_transfers():
+    # one customer: no queueing, so a cycle is the think time plus, per transfer, its
+    # longest station; station 0 is in class 0's first transfer and class 1's second
+    z = np.array([0.2, 0.3])
+    d = np.array([[0.1, 0.05], [0.3, 0.0], [0.0, 0.2]])
+    labels = np.array([[0, 1], [1, 1], [0, 0]])
+    x, _ = mva(z, d, np.array([1.0, 1.0]), copies=np.array([1.0, 1.0, 1.0]),
+               together=labels)
+    # class 0: transfer 0 = station 0 (0.1), transfer 1 = station 1 (0.3); class 1:
+    # transfer 0 = station 2 (0.2), transfer 1 = station 0 (0.05); each sees the other once
+    assert 1 / x[0] > 0.2 + 0.1 + 0.3 and 1 / x[1] > 0.3 + 0.2 + 0.05
+    alone, _ = mva(z[:1], d[:, :1], np.array([1.0]), copies=np.array([1.0, 1.0, 1.0]),
+                   together=labels[:, :1])
+    assert 1 / alone[0] == pytest.approx(0.2 + 0.1 + 0.3)
+
+
+def test_labels_per_class_count_a_flow_only_for_its_own_residence():
+    # a customer held back at its slow own link (station 1) sits at the shared link
+    # (station 0) only for its own visit there: the other class queues behind it less than
+    # if it occupied the shared link for its whole transfer (max-min sharing)
+    z = np.array([0.5, 0.5])
+    d = np.array([[0.1, 0.1], [0.4, 0.0]])
+    per_class, _ = mva(z, d, np.array([1.0, 3.0]), copies=np.array([1.0, 1.0]),
+                       together=np.array([[0, 0], [0, 0]]))
+    whole, _ = mva(z, d, np.array([1.0, 3.0]), copies=np.array([1.0, 1.0]),
+                   together=np.array([0, 0]))
+    assert per_class[0] == pytest.approx(whole[0], rel=1e-6)  # its own transfer: the NIC
+    assert per_class[1] > whole[1]

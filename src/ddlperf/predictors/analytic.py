@@ -58,31 +58,21 @@ __all__ = [
 ]
 
 
-#: what the dev matrix measured where the analytic ASP/SSP model meets colocated shards
-COLOCATED_ASYNC_NOTE = (
-    "analytic ASP/SSP with colocated shards is a rough view (a host's NIC taken as serving its "
-    "shard in every one of its own iterations; SSP as BSP's schedule once hosts of some "
-    "shards run ahead), far off on some measured rows with shards on several hosts; "
-    "`ddlperf explain` gives how far, and --method simulate follows such runs")
-
-
 def ssp_runs_as_asp(sc: Scenario) -> bool:
     """Whether the analytic model runs this SSP scenario as ASP (nobody held by the bound,
     :func:`~ddlperf.predictors.analytic_ps_async.ssp_is_asp`), on the views it predicts it
     with; the simulator then starts the workers at random phases, as under ASP."""
-    return ssp_is_asp(colocated_view(sc), colocated_view(sc, scaled=False))
+    return ssp_is_asp(colocated_view(sc))
 
 
 def predict_analytic(sc: Scenario) -> Prediction:
     """Coarse-grained prediction of a resolved scenario."""
     strategy = sc.strategy
     notes: list[str] = []
-    bsp_view = None
     if strategy.arch == "ps":
-        # BSP: host workers split off at their NIC's own rate (analytic_colocated_bsp shares
-        # the NIC between the roles); ASP/SSP's queueing network: the scaled view
-        bsp_view = colocated_view(sc, scaled=False)
-        sc = bsp_view if strategy.effective_sync == "bsp" else colocated_view(sc)
+        # host workers split off at their NIC's own rate; BSP (analytic_colocated_bsp) and
+        # ASP/SSP's queueing network (analytic_colocated_async) share the NIC between roles
+        sc = colocated_view(sc)
     model, parts = sc, None
     if noise_applies(sc):  # a barrier every step: the step waits for the slowest draw
         model, parts = slowest_draw_view(sc)
@@ -95,12 +85,10 @@ def predict_analytic(sc: Scenario) -> Prediction:
     elif strategy.effective_sync == "bsp":
         times, period, resources = ps_bsp(model)
     else:
-        times, period, resources = ps_ssp(sc, bsp_view) if strategy.sync == "ssp" else ps_async(sc)
+        times, period, resources = ps_ssp(sc) if strategy.sync == "ssp" else ps_async(sc)
         notes.append("analytic ASP/SSP: mean value analysis of a closed queueing network; SSP "
                      "in steady state (BSP's schedule where the staleness bound holds the "
                      "faster workers)")
-        if any(s.host is not None for s in sc.shards):
-            notes.append(COLOCATED_ASYNC_NOTE)
     if parts is not None:
         times = merge_times(sc, times, parts)
     bottleneck = name_bottleneck(sc, times, period, resources)

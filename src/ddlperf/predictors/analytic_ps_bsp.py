@@ -48,6 +48,18 @@ def _ps_senders(sc: Scenario) -> np.ndarray:
     return np.array([n - _at_host(sc, s) for s in sc.shards], dtype=float)
 
 
+def own_link_bytes(sc: Scenario, group: GroupPlan) -> np.ndarray:
+    """Each tensor's bytes that cross ``group``'s own link: all of them, but the part on a
+    shard in its own process (a one-GPU host alone with a shard among dedicated ones: the
+    ASP model's alone cycle), which moves in memory."""
+    local = [k for k, shard in enumerate(sc.shards)
+             if shard.host is not None and group.gpus == 1 and group.count == 1
+             and group.first == shard.host]
+    if not local:
+        return sc.tensor_bytes
+    return sc.tensor_bytes - sc.placement[:, local].sum(axis=1)
+
+
 def _at_host(sc: Scenario, shard: ShardPlan) -> int:
     if shard.host is None:
         return 0
@@ -180,7 +192,8 @@ def _bsp_pass(
         down = receive_rate(sc, ps_endpoint_rates(sc, group)[1])  # its process takes in all
         if not per_connection(sc):
             down_done = np.empty(len(sizes))
-            down_done[by_release] = serial_finish(ready_in_order, sizes[by_release] / down)
+            down_done[by_release] = serial_finish(
+                ready_in_order, own_link_bytes(sc, group)[by_release] / down)
             arrival = np.maximum(pulled, down_done) + alpha
         else:  # its connections share its downlink where their shares add up to more
             shared = _shared(sc, layout, release, 1.0 / pull_s_per_byte, down,
@@ -281,12 +294,11 @@ def _sent(sc: Scenario, layout: _PsLayout, readies: list[np.ndarray],
     per shard shares the uplink (:func:`connections_finish`) where the connections' shares
     at the shards add up to more than the uplink; otherwise each runs at its share, which
     the shards' downlink FIFOs already model."""
-    sizes = sc.tensor_bytes
     if not per_connection(sc):
-        sent = serial_finish(readies[0], sizes / ps_endpoint_rates(sc, sc.groups[0])[0])
-        for group, ready in zip(sc.groups[1:], readies[1:]):
-            sent = np.maximum(sent, serial_finish(ready,
-                                                  sizes / ps_endpoint_rates(sc, group)[0]))
+        sent = np.full(len(sc.tensor_bytes), -np.inf)
+        for group, ready in zip(sc.groups, readies):
+            sent = np.maximum(sent, serial_finish(
+                ready, own_link_bytes(sc, group) / ps_endpoint_rates(sc, group)[0]))
         return np.broadcast_to(sent[:, None], sc.placement.shape)
     shares = _shares(sc)[0]
     sent = np.full(sc.placement.shape, -np.inf)

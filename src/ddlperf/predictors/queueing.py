@@ -29,7 +29,11 @@ def mva(
     ``together`` (S,): stations with one label are crossed at once by one transfer (a GPU's
     push through its server's NIC and the shard's link): the transfer takes the longest of
     their residences, and the customer sits in the queue of each of them for all of it.
-    Without it every station is visited on its own (the labels 0 … S−1).
+    Without it every station is visited on its own (the labels 0 … S−1). Labels of shape
+    (S, C) differ by class (a colocated host's NIC is crossed by the others' pushes and its
+    own worker's pulls, different transfers of theirs); with them a customer counts in each
+    station's queue only for its own residence there, not the transfer's longest (a flow held
+    back at one link takes only its bytes' worth of another: max-min sharing).
     """
     stations, classes = demand.shape
     split = np.ones((stations, 1)) if copies is None else np.asarray(copies, float)[:, None]
@@ -47,10 +51,14 @@ def mva(
             queue = [throughput * r for r in residence]
         return np.array([throughput]), np.array(residence)[:, None]
     visits: list[np.ndarray] = []
+    by_class: list[np.ndarray] = []  # (S, C) masks, one per label, for per-class labels
     if together is not None:
         labels = np.asarray(together)
-        visits = [labels == label for label in dict.fromkeys(labels.tolist())]
         crossed = demand > 0 if floor is None else (demand > 0) | (floor > 0)
+        if labels.ndim == 2:
+            by_class = [(labels == label) & crossed for label in np.unique(labels)]
+        else:
+            visits = [labels == label for label in dict.fromkeys(labels.tolist())]
     queue = demand * population / max(demand.shape[0], 1)  # initial guess (S, C)
     throughput = np.zeros(classes)
     residence = demand.copy()
@@ -64,6 +72,9 @@ def mva(
             spent = sum(residence[rows].max(axis=0) for rows in visits)
             for rows in visits:
                 residence[rows] = np.where(crossed[rows], residence[rows].max(axis=0), 0.0)
+        elif by_class:  # residences are never negative: 0 stands for "not crossed"
+            longest = [np.where(mask, residence, 0.0).max(axis=0) for mask in by_class]
+            spent = np.sum(longest, axis=0)
         throughput = population / (think + spent)
         new_queue = residence * throughput
         if np.allclose(new_queue, queue, rtol=1e-10, atol=1e-12):
