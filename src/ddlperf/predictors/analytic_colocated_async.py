@@ -4,9 +4,10 @@ A colocated shard's host NIC is one link with two roles: it carries the shard's 
 the other workers (their pushes in on its downlink, their pulls out on its uplink) and its
 own worker's traffic with the other shards (its pushes out, its pulls in). The earlier view
 (a host worker's rate scaled down as if the roles followed each other every iteration) made
-the busiest host the slowest worker; the simulator's fluid network has it the fastest where most of its own bytes stay local (fresh9-ssp-coloc-3s under ASP: the host of
-the biggest shard at 0.36 s simulated, the others 0.84 s). So here each link is a station of
-its own, visited by every worker whose bytes cross it:
+the busiest host the slowest worker; the simulator's fluid network has it the fastest where
+most of its own bytes stay local (fresh9-ssp-coloc-3s under ASP: the host of the biggest
+shard at 0.36 s simulated, the others 0.84 s). So here each link is a station of its own,
+visited by every worker whose bytes cross it:
 
 - a host's downlink and uplink (one per host): the other workers' pushes to and pulls from
   its shard, and its own worker's pulls from and pushes to the other shards;
