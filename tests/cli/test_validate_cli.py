@@ -285,6 +285,23 @@ def test_against_compares_two_runs_and_puts_the_section_on_the_page(tmp_path: Pa
     assert as_json["agreement"]["agree"] == 1 and as_json["agreement"]["compared"] == 2
 
 
+def test_against_takes_a_published_page_csv(tmp_path: Path) -> None:
+    from ddlperf.report.validation_report import csv_text
+    from tests.validate.helpers import row
+
+    _fake_results(tmp_path / "run")
+    page = tmp_path / "validation.csv"
+    page.write_text(csv_text([row("a", 1.1, 0.9, 1.02), row("b", 2.01, 2.4, 1.9)]))
+    result = runner.invoke(app, ["validate", "--results", str(tmp_path / "run"), "--against",
+                                 str(page)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "1 of 2 scenarios agree within 2 points" in result.output
+    assert "validation.csv" in result.output
+    page.write_text("not,a,page\n")
+    assert_one_line_error(runner.invoke(app, ["validate", "--results", str(tmp_path / "run"),
+                                              "--against", str(page)]), "--against")
+
+
 @pytest.mark.parametrize("args,needles", [
     (["--against", "RUN"], ["--against", "--results"]),
     (["--results", "RUN", "--against", "MISSING"], ["--against"]),

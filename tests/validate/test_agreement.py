@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ddlperf.errors import InputError
 from ddlperf.report.agreement_report import headline, markdown_lines
-from ddlperf.validate.agreement import agreement
+from ddlperf.report.validation_report import csv_text
+from ddlperf.validate.agreement import agreement, page_rows
 from tests.validate.helpers import row
 
 
@@ -47,3 +49,34 @@ def test_the_page_lists_the_scenarios_beyond_the_bar_with_their_evidence() -> No
     assert "1.000 / 1.080 s" in moved and "-7.4%" in moved and "14.1%" in moved
     assert "11.0 ms / -" in moved
     assert not any(line.startswith("| steady") for line in lines)
+
+
+def test_a_published_page_csv_stands_in_for_its_run(tmp_path) -> None:
+    """The page's CSV (what --publish writes) gives the same comparison as the run behind it:
+    measurements, link probe and CPU probe; a set-up column that differs is not compared."""
+    this, other = _runs()
+    other = [r for r in other if r["name"] != "new-setup"]
+    other[1]["inputs"]["host"] = {"probe_before_s": 0.012, "probe_after_s": 0.015,
+                                  "steal_pct": 1.5}
+    changed = row("new-setup", 1.0, 1.0, 1.0)
+    changed["setup"]["workers"] = 3
+    page = tmp_path / "validation.csv"
+    page.write_text(csv_text(other + [changed]))
+    from_run, from_page = agreement(this, other), agreement(this, page_rows(page))
+    assert from_page["setup_changed"] == ["new-setup"]
+    assert from_page["compared"] == from_run["compared"] == 2
+    for a, b in zip(from_run["scenarios"], from_page["scenarios"], strict=True):
+        assert b["other_measured_s"] == pytest.approx(a["other_measured_s"])
+        assert b["points"] == pytest.approx(a["points"])
+        assert b["other_evidence"]["probe_max_deviation_pct"] == pytest.approx(
+            a["other_evidence"]["probe_max_deviation_pct"])
+    moved = from_page["scenarios"][1]["other_evidence"]
+    assert moved["host_probe_ms"] == pytest.approx(15.0) and moved["steal_pct"] == 1.5
+
+
+@pytest.mark.parametrize("text", ["", "a,b\n1,2\n", "\x00\xff"])
+def test_a_file_that_is_no_page_csv_is_one_clear_error(tmp_path, text: str) -> None:
+    page = tmp_path / "validation.csv"
+    page.write_bytes(text.encode("latin-1"))
+    with pytest.raises(InputError, match="--against"):
+        page_rows(page)

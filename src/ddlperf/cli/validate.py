@@ -29,16 +29,16 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def _one_line(row: dict[str, Any]) -> str:
-    from ddlperf.report.validation_report import _err, _secs
+    from ddlperf.report.validation_report import seconds_text, signed_pct
 
     if row.get("status") != "ok":
         return f"✗ {row['name']}: failed: {row.get('error')}"
     m, p = row["measured"], row["predicted"]
-    parts = [f"measured {_secs(m['iteration_time_s'])} s"]
+    parts = [f"measured {seconds_text(m['iteration_time_s'])} s"]
     for method in ("analytic", "simulate"):
         if method in p:
-            parts.append(f"{method} {_secs(p[method]['iteration_time_s'])} s "
-                         f"({_err(p[method]['error_pct'])})")
+            parts.append(f"{method} {seconds_text(p[method]['iteration_time_s'])} s "
+                         f"({signed_pct(p[method]['error_pct'])})")
     return f"✓ {row['name']}: " + " · ".join(parts)
 
 
@@ -69,7 +69,7 @@ def validate(
     publish: Annotated[Path | None, typer.Option(help="also write validation.md, validation.csv and validation.png into this directory (e.g. docs)")] = None,
     results: Annotated[Path | None, typer.Option(help="no runs: report (and --publish) an earlier run's results.json or its directory; with --matrix, the page's texts come from that file")] = None,
     repredict: Annotated[bool, typer.Option(help="with --results and --matrix: predict the run's scenarios again with today's models (measurements kept) and rewrite its results")] = False,
-    against: Annotated[Path | None, typer.Option(help="with --results: how far another run of the matrix (its results.json or directory) agrees, per scenario within 2 points; a section of the page with --publish")] = None,
+    against: Annotated[Path | None, typer.Option(help="with --results: how far another run of the matrix (its results.json or directory, or a published page's validation.csv) agrees, per scenario within 2 points; a section of the page with --publish")] = None,
     dry_run: Annotated[bool, typer.Option(help="check the matrix and list the scenarios; run nothing (no root needed)")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print results.json's content instead of tables")] = False,
 ) -> None:
@@ -106,7 +106,7 @@ def validate(
             matrix_file = api.load_matrix(matrix)
             title, description = matrix_file.title, matrix_file.description
             findings = matrix_file.findings
-        other = None if against is None else api.load_results(against, field="--against")
+        other = None if against is None else _other_run(api, against)
         if repredict:
             if matrix is None:
                 raise InputError("--repredict", "needs the matrix the run was made from",
@@ -166,8 +166,22 @@ def validate(
         raise typer.Exit(1)
 
 
+def _other_run(api: Any, path: Path) -> Any:
+    """``--against``: a results directory (or its results.json), or a published page's
+    validation.csv (the runs behind a page may be gone; the CSV keeps their measurements)."""
+    if path.suffix.lower() != ".csv":
+        return api.load_results(path, field="--against")
+    from types import SimpleNamespace
+
+    from ddlperf.validate.agreement import page_rows
+
+    return SimpleNamespace(rows=page_rows(path), meta={"page": str(path)})
+
+
 def _run_label(run: Any) -> str:
     """How the page names another run: when it was made and how many scenarios it has."""
+    if "page" in run.meta:
+        return f"the run published in {run.meta['page']} ({len(run.rows)} scenarios)"
     created = run.meta.get("created")
     return (f"another run of {len(run.rows)} scenarios"
             + (f" made {created}" if created else ""))

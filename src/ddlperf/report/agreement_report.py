@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddlperf.report.validation_report import _err
+from ddlperf.report.validation_report import signed_pct
 
 
 def _pair(ev: dict[str, Any], other: dict[str, Any], key: str, unit: str = "%") -> str:
@@ -42,7 +42,7 @@ def markdown_lines(ag: dict[str, Any], other: str) -> list[str]:
         ev, ot = c["evidence"], c["other_evidence"]
         lines.append(
             f"| {c['name']} | {c['measured_s']:.3f} / {c['other_measured_s']:.3f} s | "
-            f"{_err(c['change_pct'])} | {c['points']:.1f} | "
+            f"{signed_pct(c['change_pct'])} | {c['points']:.1f} | "
             f"{_pair(ev, ot, 'probe_max_deviation_pct')} | "
             f"{_pair(ev, ot, 'host_probe_ms', ' ms')} | {_pair(ev, ot, 'steal_pct')} | "
             f"±{_pair(ev, ot, 'ci95_pct')} |")
@@ -65,7 +65,7 @@ def render(ag: dict[str, Any], other: str, console: Any) -> None:
     for c in apart:
         ev, ot = c["evidence"], c["other_evidence"]
         table.add_row(c["name"], f"{c['measured_s']:.3f} / {c['other_measured_s']:.3f}",
-                      _err(c["change_pct"]), f"{c['points']:.1f}",
+                      signed_pct(c["change_pct"]), f"{c['points']:.1f}",
                       _pair(ev, ot, "probe_max_deviation_pct"),
                       _pair(ev, ot, "host_probe_ms", " ms"), _pair(ev, ot, "steal_pct"),
                       _pair(ev, ot, "ci95_pct"))

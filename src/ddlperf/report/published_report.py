@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlperf.io import write_atomic
-from ddlperf.report.validation_report import _err, csv_text, plot_validation
+from ddlperf.report.validation_report import csv_text, plot_validation, signed_pct
 from ddlperf.units import format_bandwidth
 
 METHODS = ("analytic", "simulate")
@@ -23,7 +23,7 @@ def _cell(prediction: dict[str, Any] | None) -> str:
     if not prediction:
         return "-"
     return (f"{_rate(prediction['throughput_samples_per_s'])} "
-            f"({_err(prediction.get('throughput_error_pct'))})")
+            f"({signed_pct(prediction.get('throughput_error_pct'))})")
 
 
 def setup_line(row: dict[str, Any]) -> str:
@@ -220,7 +220,7 @@ def markdown(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]],
             lines.append(
                 f"| {i} | {_md(r['name'])} | {_md(setup_line(r))} | {published} | "
                 f"{_cell(p.get('analytic'))} | {_cell(p.get('simulate'))} | "
-                f"{_err(scaled['throughput_error_pct']) if scaled else '-'} | "
+                f"{signed_pct(scaled['throughput_error_pct']) if scaled else '-'} | "
                 f"{_md(p.get('simulate', {}).get('bottleneck', '-'))} |")
         lines.append("")
     if comparisons:

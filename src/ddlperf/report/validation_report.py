@@ -158,13 +158,15 @@ def setup_text(setup: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _err(value: float | None) -> str:
+def signed_pct(value: float | None) -> str:
+    """A signed percentage for tables (``+1.2%``), ``-`` where there is none."""
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value:+.1f}%"
 
 
-def _secs(value: float | None) -> str:
+def seconds_text(value: float | None) -> str:
+    """Seconds to the millisecond for tables (``0.551``), ``-`` where there is none."""
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value:.3f}"
@@ -206,8 +208,8 @@ def render(rows: list[dict[str, Any]], summary: dict[str, Any], console: Any) ->
         cells = []
         for method in METHODS:
             q = p.get(method, {})
-            cells.append(f"{_secs(q.get('iteration_time_s'))} {_styled(q.get('error_pct'))}")
-        table.add_row(str(i), r["name"], _secs(m["iteration_time_s"]), *cells,
+            cells.append(f"{seconds_text(q.get('iteration_time_s'))} {_styled(q.get('error_pct'))}")
+        table.add_row(str(i), r["name"], seconds_text(m["iteration_time_s"]), *cells,
                       f"{m.get('bottleneck')} / {p.get('simulate', {}).get('bottleneck', '-')}")
     console.print(table)
     for line in summary_lines(summary):
@@ -215,7 +217,7 @@ def render(rows: list[dict[str, Any]], summary: dict[str, Any], console: Any) ->
 
 
 def _styled(value: float | None) -> str:
-    text = _err(value)
+    text = signed_pct(value)
     if value is None or not math.isfinite(value):
         return text
     return text if abs(value) <= TARGET_WORST_PCT else f"[bold red]{text}[/]"
@@ -455,10 +457,10 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str
         a, s = p.get("analytic", {}), p.get("simulate", {})
         dev = m.get("probe_max_deviation_pct")
         lines.append(
-            f"| {i} | {r['name']} | {setup} | {_secs(m['iteration_time_s'])}{_ci_text(m)} "
-            f"({_secs(m.get('p5_s'))}–{_secs(m.get('p95_s'))}) | "
-            f"{_secs(a.get('iteration_time_s'))} ({_err(a.get('error_pct'))}) | "
-            f"{_secs(s.get('iteration_time_s'))} ({_err(s.get('error_pct'))}) | "
+            f"| {i} | {r['name']} | {setup} | {seconds_text(m['iteration_time_s'])}{_ci_text(m)} "
+            f"({seconds_text(m.get('p5_s'))}–{seconds_text(m.get('p95_s'))}) | "
+            f"{seconds_text(a.get('iteration_time_s'))} ({signed_pct(a.get('error_pct'))}) | "
+            f"{seconds_text(s.get('iteration_time_s'))} ({signed_pct(s.get('error_pct'))}) | "
             f"{m.get('bottleneck')} / {a.get('bottleneck', '-')} / {s.get('bottleneck', '-')} | "
             f"{'-' if dev is None else f'{dev:.1f}%'} |")
     lines += _host_lines(rows)
@@ -530,9 +532,9 @@ def _per_worker_table(rows: list[dict[str, Any]]) -> list[str]:
             continue
         m, p = r["measured"], r["predicted"]
         for worker, period in (m.get("per_worker") or {}).items():
-            errs = [_err((p.get(method, {}).get("worker_error_pct") or {}).get(worker))
+            errs = [signed_pct((p.get(method, {}).get("worker_error_pct") or {}).get(worker))
                     for method in METHODS]
-            out.append(f"| {i} | {r['name']} | {worker} | {_secs(period)} | "
+            out.append(f"| {i} | {r['name']} | {worker} | {seconds_text(period)} | "
                        + " | ".join(errs) + " |")
     if not out:
         return []

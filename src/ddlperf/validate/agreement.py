@@ -11,13 +11,74 @@ may come from older models).
 
 from __future__ import annotations
 
+import csv
 import math
+from pathlib import Path
 from typing import Any
 
-from ddlperf.report.validation_report import ci_pct, probe_ms
+from ddlperf.errors import InputError
+from ddlperf.report.validation_report import ci_pct, csv_rows, probe_ms
 from ddlperf.validate.compare import METHODS
 
 AGREE_POINTS = 2.0  # the issue's bar: two runs' errors within this many points per scenario
+# the page CSV's columns that describe a scenario's set-up (a published run keeps no
+# fingerprint): a row whose set-up columns differ is not compared
+SETUP_COLUMNS = ("arch", "sync", "staleness", "sharding", "workers", "ps", "placement",
+                 "compute", "heterogeneous", "bandwidth_bps", "parameter_bytes", "batch_size")
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text not in ("", None) else None
+
+
+def page_rows(path: str | Path, field: str = "--against") -> list[dict[str, Any]]:
+    """A published page's ``validation.csv`` as rows :func:`agreement` reads: the runs behind
+    a page may be gone (its results directory lived on another machine), but the CSV keeps
+    each scenario's measured mean, its interval and the testbed evidence."""
+    p = Path(path)
+    try:
+        with p.open(newline="") as f:
+            table = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError):
+        raise InputError(field, f"cannot read {str(p)!r}",
+                         "give a validation.csv that ddlperf validate --publish wrote") from None
+    needed = {"scenario", "status", "measured_s", *SETUP_COLUMNS}
+    if not table or not needed <= set(table[0]):
+        raise InputError(field, f"{str(p)!r} is not a validation page's CSV",
+                         "give docs/validation.csv (or a results directory)")
+    rows: dict[str, dict[str, Any]] = {}
+    for line in table:
+        if line["scenario"] in rows or line["status"] != "ok" or not line["measured_s"]:
+            continue
+        measured = float(line["measured_s"])
+        ci = _number(line.get("measured_ci95_pct", ""))
+        host_ms = _number(line.get("host_probe_ms", ""))
+        rows[line["scenario"]] = {
+            "name": line["scenario"], "status": "ok",
+            "page_setup": {c: line[c] for c in SETUP_COLUMNS},
+            "measured": {"iteration_time_s": measured,
+                         "probe_max_deviation_pct": _number(
+                             line.get("probe_max_deviation_pct", "")),
+                         "mean_ci95_s": None if ci is None else ci * measured / 100.0},
+            "inputs": {"host": None if host_ms is None else {
+                "probe_before_s": host_ms / 1e3,
+                "steal_pct": _number(line.get("steal_pct", ""))}},
+        }
+    return list(rows.values())
+
+
+def _setup_differs(row: dict[str, Any], other: dict[str, Any]) -> bool:
+    """The two rows describe different set-ups: by fingerprint where both runs have one, by
+    the page CSV's set-up columns where the other is a published page."""
+    mine, theirs = row.get("fingerprint"), other.get("fingerprint")
+    if mine and theirs:
+        return bool(mine != theirs)
+    page = other.get("page_setup")
+    if page is None:
+        return False
+    described = (csv_rows([row]) or [{}])[0]
+    return any(("" if described.get(c) is None else str(described.get(c))) != page[c]
+               for c in SETUP_COLUMNS)
 
 
 def _evidence(row: dict[str, Any]) -> dict[str, float | None]:
@@ -40,8 +101,7 @@ def agreement(rows: list[dict[str, Any]], other_rows: list[dict[str, Any]]
         other = others.get(row["name"])
         if row.get("status") != "ok" or other is None:
             continue
-        mine, theirs = row.get("fingerprint"), other.get("fingerprint")
-        if mine and theirs and mine != theirs:
+        if _setup_differs(row, other):
             changed.append(row["name"])
             continue
         measured = float(row["measured"]["iteration_time_s"])
