@@ -35,6 +35,7 @@ from ddlperf.predictors.analytic_ps_async import (
     ps_async,
     ps_ssp,
     ssp_is_asp,
+    ssp_regime,
 )
 from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ps_bsp, ps_layout
 from ddlperf.predictors.assembly import (
@@ -63,6 +64,14 @@ def ssp_runs_as_asp(sc: Scenario) -> bool:
     :func:`~ddlperf.predictors.analytic_ps_async.ssp_is_asp`), on the views it predicts it
     with; the simulator then starts the workers at random phases, as under ASP."""
     return ssp_is_asp(colocated_view(sc))
+
+
+def ssp_lines_up(sc: Scenario) -> bool:
+    """Whether the analytic model's SSP steady state is BSP's schedule (the faster workers
+    held behind one distinct slowest, :func:`~ddlperf.predictors.analytic_ps_async.
+    ssp_regime`): a state the bound forces, so a simulated run that ends elsewhere is in a
+    balance some noise would break."""
+    return ssp_regime(colocated_view(sc)) == "bsp"
 
 
 def predict_analytic(sc: Scenario) -> Prediction:

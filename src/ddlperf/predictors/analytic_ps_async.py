@@ -414,15 +414,26 @@ def ps_ssp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     host of every shard (:func:`_silent_host`), and colocated shards where the slowest rate
     is shared by workers of different roles (:func:`_slowest_apart`).
     """
+    return _ssp(sc)[1]
+
+
+def ssp_regime(sc: Scenario) -> str:
+    """Which steady state :func:`ps_ssp` takes: ``asp`` (nobody held), ``held`` (the faster
+    workers held without lining anyone up) or ``bsp`` (BSP's schedule: held behind one
+    distinct slowest)."""
+    return _ssp(sc)[0]
+
+
+def _ssp(sc: Scenario) -> tuple[str, tuple[list[GroupTime], float, list[ResourceUse]]]:
     times, period, resources = ps_async(sc)
     bsp = ps_bsp(sc)
     if _never_held(times, period, bsp[1]):
-        return times, period, resources
+        return "asp", (times, period, resources)
     if (_silent_host(sc) or _slowest_apart(sc, times)) and remote_pair(sc) is None:
         held = _held_at_bound(sc)
         if held is not None and held[1] < bsp[1]:
-            return held
-    return bsp
+            return "held", held
+    return "bsp", bsp
 
 
 def _slowest_apart(sc: Scenario, times: list[GroupTime]) -> bool:

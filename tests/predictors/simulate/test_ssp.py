@@ -175,3 +175,44 @@ def test_a_noise_free_balance_is_searched_again_with_noise():
     assert max(w.wait_s for w in escaped.workers[:2]) > 0
     analytic = predict(**{**kw, "method": "analytic"})
     assert escaped.iteration_time_s == pytest.approx(analytic.iteration_time_s, rel=0.02)
+
+
+def test_a_jitter_draw_that_keeps_the_balance_too_is_drawn_again():
+    # ps-ssp-hetero with another session's PS update cost: seed 0's 1% jitter keeps the
+    # balance for 820 iterations (1.00 s); the bound must line the workers up there (one
+    # distinct slowest: the analytic model's BSP schedule), so the next draw is tried and
+    # leaves it (1.38 s, as measured)
+    cluster = {**BALANCED, "ps": {"count": 1, "update_s_per_byte": 2.61e-10}}
+    kw = dict(workload=UNIFORM8, cluster=cluster, sync="ssp", staleness=2,
+              method="simulate", iterations=80, warmup=2)
+    trapped = predict(**kw, jitter=0.01, seed=0)
+    assert any("not in steady state" in n for n in trapped.notes)
+    escaped = predict(**kw)
+    assert any("kept the balance too" in n and "so the jitter of seed 1 was used" in n
+               for n in escaped.notes)
+    assert escaped.inputs["simulate"]["seed"] == 1
+    assert escaped.iteration_time_s == pytest.approx(
+        predict(**kw, jitter=0.01, seed=1).iteration_time_s, rel=1e-12)
+    assert escaped.iteration_time_s > 1.3 * trapped.iteration_time_s
+    assert escaped.iteration_time_s == pytest.approx(
+        predict(**{**kw, "method": "analytic"}).iteration_time_s, rel=0.02)
+
+
+def test_other_draws_are_tried_only_where_the_bound_must_line_the_workers_up():
+    from ddlperf.api import scenario
+    from ddlperf.predictors.analytic import ssp_lines_up
+
+    hetero = {**BALANCED, "ps": {"count": 1, "update_s_per_byte": 2.61e-10}}
+    assert ssp_lines_up(scenario(workload=UNIFORM8, cluster=hetero, sync="ssp", staleness=2))
+    # identical workers, colocated shards on three of four (fresh9-ssp-coloc-3s): the
+    # slowest are apart, the runs stay unheld, and a draw that lines them up would be wrong
+    biglast = make_workload([(0.015, 0.030, [250_000])] * 6
+                            + [(0.003, 0.006, [4_000_000]), (0.001, 0.002, [1_000_000])])
+    apart = scenario(workload=biglast, workers=4, ps=3, placement="colocated",
+                     bandwidth="200Mbps", sync="ssp", staleness=1)
+    assert not ssp_lines_up(apart)
+    p = predict(workload=biglast, workers=4, ps=3, placement="colocated",
+                bandwidth="200Mbps", sync="ssp", staleness=1, method="simulate",
+                iterations=60, warmup=15)
+    assert p.inputs["simulate"]["seed"] == 0
+    assert not any("kept the balance too" in n for n in p.notes)
