@@ -61,7 +61,7 @@ def test_a_published_page_csv_stands_in_for_its_run(tmp_path) -> None:
     changed = row("new-setup", 1.0, 1.0, 1.0)
     changed["setup"]["workers"] = 3
     page = tmp_path / "validation.csv"
-    page.write_text(csv_text(other + [changed]))
+    page.write_text(csv_text([*other, changed]))
     from_run, from_page = agreement(this, other), agreement(this, page_rows(page))
     assert from_page["setup_changed"] == ["new-setup"]
     assert from_page["compared"] == from_run["compared"] == 2
