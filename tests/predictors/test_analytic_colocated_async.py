@@ -72,7 +72,11 @@ def test_the_host_of_the_biggest_shard_runs_fastest_as_in_the_simulator():
 def test_ssp_with_the_slowest_apart_holds_the_host_without_bsp_schedule():
     """SSP(1): ASP's slowest are two hosts and the worker with no shard; the host of ps0 is
     held at the bound, nobody is lined up (measured 0.73–0.75 s, BSP's schedule 1.34 s)."""
-    ssp = predict(workload=BIGLAST, sync="ssp", staleness=1, **CLUSTER).iteration_time_s
+    p = predict(workload=BIGLAST, sync="ssp", staleness=1, **CLUSTER)
+    assert any("held at the staleness bound" in n and "nobody is lined up" in n
+               for n in p.notes)
+    assert any("a queueing station per NIC" in n for n in p.notes)
+    ssp = p.iteration_time_s
     bsp = predict(workload=BIGLAST, sync="bsp", **CLUSTER).iteration_time_s
     simulated = predict(workload=BIGLAST, sync="ssp", staleness=1, method="simulate",
                         iterations=60, warmup=15, seed=0, **CLUSTER).iteration_time_s
@@ -87,3 +91,4 @@ def test_ssp_with_one_distinct_slowest_keeps_bsp_schedule():
     ssp = predict(workload=BIGLAST, sync="ssp", staleness=1, cluster=cluster)
     bsp = predict(workload=BIGLAST, sync="bsp", cluster=cluster)
     assert ssp.iteration_time_s == pytest.approx(bsp.iteration_time_s, rel=1e-9)
+    assert any("behind one distinct slowest" in n for n in ssp.notes)

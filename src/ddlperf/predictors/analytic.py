@@ -27,6 +27,7 @@ from __future__ import annotations
 from ddlperf.prediction import Prediction
 from ddlperf.predictors.analytic_allreduce import allreduce
 from ddlperf.predictors.analytic_colocated import colocated_view
+from ddlperf.predictors.analytic_colocated_async import shares_host_nics
 from ddlperf.predictors.analytic_noise import applies as noise_applies
 from ddlperf.predictors.analytic_noise import merge_times, slowest_draw_view
 from ddlperf.predictors.analytic_ps_async import (
@@ -36,6 +37,7 @@ from ddlperf.predictors.analytic_ps_async import (
     ps_ssp,
     ssp_is_asp,
     ssp_regime,
+    ssp_steady_state,
 )
 from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ps_bsp, ps_layout
 from ddlperf.predictors.assembly import (
@@ -57,6 +59,16 @@ __all__ = [
     "colocated_view", "describe_inputs", "goodput_note", "mva", "name_bottleneck",
     "predict_analytic", "ps_async", "ps_bsp", "ps_layout", "ps_ssp", "single_worker_baseline",
 ]
+
+
+#: what each SSP steady state of the analytic model means, for the prediction's notes
+SSP_REGIMES = {
+    "asp": "every worker at one ASP rate, so the staleness bound holds nobody (SSP runs as ASP)",
+    "held": ("the faster workers are held at the staleness bound, waiting for slower workers "
+             "that move apart, so nobody is lined up (each held worker gets its wait)"),
+    "bsp": ("the faster workers are held at the staleness bound behind one distinct slowest "
+            "worker and released with its reads: BSP's schedule"),
+}
 
 
 def ssp_runs_as_asp(sc: Scenario) -> bool:
@@ -94,10 +106,14 @@ def predict_analytic(sc: Scenario) -> Prediction:
     elif strategy.effective_sync == "bsp":
         times, period, resources = ps_bsp(model)
     else:
-        times, period, resources = ps_ssp(sc) if strategy.sync == "ssp" else ps_async(sc)
-        notes.append("analytic ASP/SSP: mean value analysis of a closed queueing network; SSP "
-                     "in steady state (BSP's schedule where the staleness bound holds the "
-                     "faster workers)")
+        notes.append("analytic ASP/SSP: mean value analysis of a closed queueing network" + (
+            "; a queueing station per NIC (colocated shards share their hosts' NICs)"
+            if shares_host_nics(sc) else ""))
+        if strategy.sync == "ssp":
+            regime, (times, period, resources) = ssp_steady_state(sc)
+            notes.append("analytic SSP in steady state: " + SSP_REGIMES[regime])
+        else:
+            times, period, resources = ps_async(sc)
     if parts is not None:
         times = merge_times(sc, times, parts)
     bottleneck = name_bottleneck(sc, times, period, resources)

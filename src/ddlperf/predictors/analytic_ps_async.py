@@ -414,17 +414,19 @@ def ps_ssp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     host of every shard (:func:`_silent_host`), and colocated shards where the slowest rate
     is shared by workers of different roles (:func:`_slowest_apart`).
     """
-    return _ssp(sc)[1]
+    return ssp_steady_state(sc)[1]
 
 
 def ssp_regime(sc: Scenario) -> str:
     """Which steady state :func:`ps_ssp` takes: ``asp`` (nobody held), ``held`` (the faster
     workers held without lining anyone up) or ``bsp`` (BSP's schedule: held behind one
     distinct slowest)."""
-    return _ssp(sc)[0]
+    return ssp_steady_state(sc)[0]
 
 
-def _ssp(sc: Scenario) -> tuple[str, tuple[list[GroupTime], float, list[ResourceUse]]]:
+def ssp_steady_state(sc: Scenario
+                     ) -> tuple[str, tuple[list[GroupTime], float, list[ResourceUse]]]:
+    """:func:`ssp_regime` and :func:`ps_ssp`'s result together (one computation)."""
     times, period, resources = ps_async(sc)
     bsp = ps_bsp(sc)
     if _never_held(times, period, bsp[1]):
