@@ -181,7 +181,8 @@ def _other_run(api: Any, path: Path) -> Any:
 def _run_label(run: Any) -> str:
     """How the page names another run: when it was made and how many scenarios it has."""
     if "page" in run.meta:
-        return f"the run published in {run.meta['page']} ({len(run.rows)} scenarios)"
+        return (f"the run of a published page ({run.meta['page']} as it was before this "
+                f"command, {len(run.rows)} scenarios)")
     created = run.meta.get("created")
     return (f"another run of {len(run.rows)} scenarios"
             + (f" made {created}" if created else ""))

@@ -446,7 +446,7 @@ def _slowest_apart(sc: Scenario, times: list[GroupTime]) -> bool:
     up with one of them at a time rather than with all (BSP's schedule). Measured:
     fresh9-ssp-coloc-3s (SSP(1), 4 identical workers, shards on 3 of them: ASP's slowest are
     two hosts and the worker with no shard, the host of the biggest shard twice as fast) ran
-    at 0.73, 0.71 and 0.75 s in three runs, BSP's schedule 1.34 s, the held model 0.76 s.
+    at 0.73, 0.71, 0.75 and 0.72 s in four runs, BSP's schedule 1.34 s, the held model 0.76 s.
     Not with dedicated shards, where a slowest group's identical workers keep together (two
     slow workers: fresh-ssp-3s-2slow, a slow server's GPUs: fresh2-srv-ssp-slowserver, both
     measured at BSP's schedule)."""
