@@ -74,9 +74,15 @@ def test_a_published_page_csv_stands_in_for_its_run(tmp_path) -> None:
     assert moved["host_probe_ms"] == pytest.approx(15.0) and moved["steal_pct"] == 1.5
 
 
-@pytest.mark.parametrize("text", ["", "a,b\n1,2\n", "\x00\xff"])
+@pytest.mark.parametrize("text", ["", "a,b\n1,2\n", "\x00\xff", "BAD_NUMBER"])
 def test_a_file_that_is_no_page_csv_is_one_clear_error(tmp_path, text: str) -> None:
     page = tmp_path / "validation.csv"
+    if text == "BAD_NUMBER":  # a page CSV whose measured mean is no number
+        lines = csv_text([row("a", 1.0, 1.0, 1.0)]).splitlines()
+        column = lines[0].split(",").index("measured_s")
+        cells = lines[1].split(",")
+        cells[column] = "one"
+        text = "\n".join([lines[0], ",".join(cells)]) + "\n"
     page.write_bytes(text.encode("latin-1"))
     with pytest.raises(InputError, match="--against"):
         page_rows(page)

@@ -46,6 +46,14 @@ def page_rows(path: str | Path, field: str = "--against") -> list[dict[str, Any]
     if not table or not needed <= set(table[0]):
         raise InputError(field, f"{str(p)!r} is not a validation page's CSV",
                          "give docs/validation.csv (or a results directory)")
+    try:
+        return _page_rows(table)
+    except (ValueError, TypeError):
+        raise InputError(field, f"{str(p)!r} has a value that is not a number where one "
+                         "belongs", "give the CSV as ddlperf validate --publish wrote it") from None
+
+
+def _page_rows(table: list[dict[str, str]]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     for line in table:
         if line["scenario"] in rows or line["status"] != "ok" or not line["measured_s"]:
