@@ -6,10 +6,12 @@
 - ASP parameter server: mean value analysis of a closed queueing network — workers are delay
   stations (think time = compute), shard downlinks, uplinks and update processors are queues —
   so throughput saturates at the PS bottleneck. Multi-class (Schweitzer) for mixed workers.
+  With colocated shards every NIC is a station (``analytic_colocated_async``).
 - SSP(s): SSP(0) is BSP; for s ≥ 1 the steady state of the read rule of
   :mod:`ddlperf.strategy`: BSP's schedule where ASP would let some workers run faster (the
   bound then holds them and releases their reads with the slowest one's), ASP where ASP
-  gives every worker one rate; never worse than BSP.
+  gives every worker one rate; with colocated shards whose slowest workers move apart, the
+  faster ones held without lining anyone up; never worse than BSP.
 - Ring all-reduce: 2(N−1) steps of S/N bytes per bucket on the slowest link, buckets in
   gradient-ready order, overlapped with backward.
 - Compute noise (layer times with a spread): BSP and all-reduce run on the expected slowest
@@ -17,7 +19,7 @@
 
 Each model lives in its own module (``analytic_ps_bsp``, ``analytic_ps_async``,
 ``analytic_allreduce``, colocated shards in ``analytic_colocated`` and, for BSP,
-``analytic_colocated_bsp``); :mod:`.bottleneck` names
+``analytic_colocated_bsp``, for ASP/SSP ``analytic_colocated_async``); :mod:`.bottleneck` names
 what limits the rate and :mod:`.assembly` turns group times into a Prediction. This module is
 the entry point and keeps their names importable from one place.
 """
@@ -80,9 +82,9 @@ def ssp_runs_as_asp(sc: Scenario) -> bool:
 
 def ssp_lines_up(sc: Scenario) -> bool:
     """Whether the analytic model's SSP steady state is BSP's schedule (the faster workers
-    held behind one distinct slowest, :func:`~ddlperf.predictors.analytic_ps_async.
-    ssp_regime`): a state the bound forces, so a simulated run that ends elsewhere is in a
-    balance some noise would break."""
+    held behind one distinct slowest; :func:`.analytic_ps_async.ssp_regime`): a state the
+    bound forces, so a simulated run that ends elsewhere is in a balance some noise would
+    break."""
     return ssp_regime(colocated_view(sc)) == "bsp"
 
 
