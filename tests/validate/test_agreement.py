@@ -7,7 +7,7 @@ import pytest
 from ddlperf.errors import InputError
 from ddlperf.report.agreement_report import headline, markdown_lines
 from ddlperf.report.validation_report import csv_text
-from ddlperf.validate.agreement import agreement, page_rows
+from ddlperf.validate.agreement import agreement, page_rows, page_run
 from tests.validate.helpers import row
 
 
@@ -72,6 +72,8 @@ def test_a_published_page_csv_stands_in_for_its_run(tmp_path) -> None:
             a["other_evidence"]["probe_max_deviation_pct"])
     moved = from_page["scenarios"][1]["other_evidence"]
     assert moved["host_probe_ms"] == pytest.approx(15.0) and moved["steal_pct"] == 1.5
+    run = page_run(page)  # what --against reads: the rows, and the page it came from
+    assert run.rows == page_rows(page) and run.meta == {"page": str(page)}
 
 
 @pytest.mark.parametrize("text", ["", "a,b\n1,2\n", "\x00\xff", "BAD_NUMBER"])

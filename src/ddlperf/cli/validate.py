@@ -171,11 +171,9 @@ def _other_run(api: Any, path: Path) -> Any:
     validation.csv (the runs behind a page may be gone; the CSV keeps their measurements)."""
     if path.suffix.lower() != ".csv":
         return api.load_results(path, field="--against")
-    from types import SimpleNamespace
+    from ddlperf.validate.agreement import page_run
 
-    from ddlperf.validate.agreement import page_rows
-
-    return SimpleNamespace(rows=page_rows(path), meta={"page": str(path)})
+    return page_run(path)
 
 
 def _run_label(run: Any) -> str:

@@ -41,11 +41,16 @@ def shares_host_nics(sc: Scenario) -> bool:
     return any(s.host is not None for s in sc.shards) and all(g.gpus == 1 for g in sc.groups)
 
 
+def host_workers(shard: ShardPlan, group: GroupPlan) -> int:
+    """How many of ``group``'s workers talk to ``shard`` without the network (its host's)."""
+    if shard.host is not None and group.first <= shard.host < group.first + group.count:
+        return shard.host_gpus
+    return 0
+
+
 def remote_share(shard: ShardPlan, group: GroupPlan) -> float:
     """The share of ``group``'s workers whose traffic with ``shard`` crosses the network."""
-    if shard.host is not None and group.first <= shard.host < group.first + group.count:
-        return 1.0 - shard.host_gpus / group.count
-    return 1.0
+    return 1.0 - host_workers(shard, group) / group.count
 
 
 def colocated_stations(sc: Scenario) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray,

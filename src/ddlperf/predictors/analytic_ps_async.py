@@ -18,13 +18,17 @@ import numpy as np
 from pydantic import BaseModel
 
 from ddlperf.prediction import ResourceUse
-from ddlperf.predictors.analytic_colocated_async import colocated_stations, shares_host_nics
+from ddlperf.predictors.analytic_colocated_async import (
+    colocated_stations,
+    host_workers,
+    shares_host_nics,
+)
 from ddlperf.predictors.analytic_ps_bsp import ps_bsp
 from ddlperf.predictors.assembly import GroupTime
 from ddlperf.predictors.connections import alone_transfer_s, connection_busy
 from ddlperf.predictors.queueing import mva
 from ddlperf.predictors.server_links import ps_server_bytes
-from ddlperf.scenario import GroupPlan, Scenario, ShardPlan
+from ddlperf.scenario import GroupPlan, Scenario
 
 # Distinct one-worker cycles a workload keeps (an ASP sweep point by point meets the same
 # cycle at every worker count); beyond it the cache starts again.
@@ -41,7 +45,7 @@ def alone_cycle(sc: Scenario, group: GroupPlan) -> float:
     differ only in their worker count have the same cycle."""
     solo = replace(
         sc, groups=(replace(group, count=1, first=0),),
-        shards=tuple(replace(shard, host=0 if _hosts(shard, group) == group.count else None)
+        shards=tuple(replace(shard, host=0 if host_workers(shard, group) == group.count else None)
                      for shard in sc.shards),
     )
     cycles = sc.workload.derived_cache.setdefault("alone_cycles", {})
@@ -82,13 +86,6 @@ def _feed(digest: hashlib.blake2b, value: object) -> None:
         digest.update(repr(value).encode())
 
 
-def _hosts(shard: ShardPlan, group: GroupPlan) -> int:
-    """How many of ``group``'s workers talk to ``shard`` without the network (its host's)."""
-    if shard.host is not None and group.first <= shard.host < group.first + group.count:
-        return shard.host_gpus
-    return 0
-
-
 def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str],
                                          np.ndarray, np.ndarray, np.ndarray]:
     """Think times (C,), station demands (S, C), populations (C,), station names, floors
@@ -124,7 +121,7 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     for part in ("downlink", "uplink", "update"):
         best: tuple[str, np.ndarray, np.ndarray] | None = None
         for k, shard in enumerate(sc.shards):
-            remote = np.array([1.0 - _hosts(shard, g) / g.count for g in sc.groups])
+            remote = np.array([1.0 - host_workers(shard, g) / g.count for g in sc.groups])
             if part == "update":
                 d = np.full(len(sc.groups), shard_bytes[k] * shard.update_s_per_byte)
                 low = np.zeros(len(sc.groups))
@@ -132,8 +129,8 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
                 rate = shard.down if part == "downlink" else shard.up
                 d = shard_bytes[k] * remote / rate
                 if part == "downlink" and sc.receive_capped:  # the shard process's intake
-                    connected = np.array([1.0 - (g.gpus == 1 and _hosts(shard, g) > 0) / g.count
-                                          for g in sc.groups])
+                    connected = np.array([1.0 - (g.gpus == 1 and host_workers(shard, g) > 0)
+                                          / g.count for g in sc.groups])
                     d = np.maximum(d, shard_bytes[k] * connected / sc.receive_cap)
                 # a GPU's own rate, the one its alone cycle (the think time) is priced at:
                 # its share of its server's NIC (``GroupPlan.up``), or the whole NIC where
@@ -208,7 +205,7 @@ def independent_gpus(sc: Scenario, group: GroupPlan) -> bool:
     nor with racks that hold shards (their links carry others' pulls); local aggregation
     (BSP only) has a server's GPUs wait for each other every iteration.
     """
-    if sc.strategy.local_aggregation or any(_hosts(shard, group) for shard in sc.shards):
+    if sc.strategy.local_aggregation or any(host_workers(shard, group) for shard in sc.shards):
         return False
     if sc.racks is not None:
         return all(shard.host is None for shard in sc.shards)
@@ -344,12 +341,12 @@ def remote_pair(sc: Scenario) -> int | None:
     if len(hosts) != 1 or None in hosts or any(g.gpus != 1 for g in sc.groups):
         return None
     shard = sc.shards[0]
-    remote = [c for c, g in enumerate(sc.groups) if _hosts(shard, g) < g.count]
+    remote = [c for c, g in enumerate(sc.groups) if host_workers(shard, g) < g.count]
     if len(remote) != 1 or sc.groups[remote[0]].count != 2:
         return None
     host = sc.groups[remote[0]]
     if sum(g.count for g in sc.groups) - host.count != sum(
-            _hosts(shard, g) for g in sc.groups):
+            host_workers(shard, g) for g in sc.groups):
         return None  # a remote worker outside the pair
     return remote[0]
 
@@ -372,14 +369,14 @@ def async_resources(sc: Scenario, periods: list[float], mean_period: float
     shard_bytes = sc.placement.sum(axis=0)
     busy: list[tuple[str, float]] = []
     for k, shard in enumerate(sc.shards):
-        crossing = sum((g.count - _hosts(shard, g)) / p for g, p in zip(sc.groups, periods))
+        crossing = sum((g.count - host_workers(shard, g)) / p for g, p in zip(sc.groups, periods))
         arriving = sum(g.count / p for g, p in zip(sc.groups, periods))
         busy += [(f"{shard.name} downlink", crossing * shard_bytes[k] / shard.down),
                  (f"{shard.name} uplink", crossing * shard_bytes[k] / shard.up),
                  (f"{shard.name} update",
                   arriving * shard_bytes[k] * shard.update_s_per_byte)]
     for g, p in zip(sc.groups, periods):  # named as BSP names them
-        if any(_hosts(shard, g) == g.count for shard in sc.shards):
+        if any(host_workers(shard, g) == g.count for shard in sc.shards):
             continue
         nic, intra = ps_server_bytes(sc, g)
         busy += [(g.nic_name("uplink"), nic / (g.nic_up * p)),

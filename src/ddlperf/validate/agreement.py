@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,20 @@ AGREE_POINTS = 2.0  # the issue's bar: two runs' errors within this many points 
 # fingerprint): a row whose set-up columns differ is not compared
 SETUP_COLUMNS = ("arch", "sync", "staleness", "sharding", "workers", "ps", "placement",
                  "compute", "heterogeneous", "bandwidth_bps", "parameter_bytes", "batch_size")
+
+
+@dataclass(frozen=True)
+class PageRun:
+    """Another run as ``--against`` reads it from a published page's CSV: its rows and where
+    they came from (the ``rows`` and ``meta`` a results directory's run has too)."""
+
+    rows: list[dict[str, Any]]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def page_run(path: str | Path, field_name: str = "--against") -> PageRun:
+    """A published page's ``validation.csv`` as the run behind it (:func:`page_rows`)."""
+    return PageRun(rows=page_rows(path, field_name), meta={"page": str(path)})
 
 
 def _number(text: str) -> float | None:

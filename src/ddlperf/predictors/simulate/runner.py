@@ -44,10 +44,13 @@ from ddlperf.predictors.simulate.worker import has_jitter
 from ddlperf.scenario import Scenario
 
 DEFAULTS: dict[str, Any] = {"iterations": 20, "warmup": 3, "seed": 0, "replications": 1}
-# SSP without noise can hold a balance that any noise breaks (see _ssp_steady_warmup); the
-# search is then repeated with this compute jitter: 1%, less than the iteration-time spread
-# of any measured cluster (the emulated one's steps vary by more), and mean-preserving.
-BALANCE_ESCAPE_CV = 0.01
+# SSP without noise keeps whatever arrangement its common start gives: identical workers in
+# lockstep, or classes in a balance the bound never breaks (see _ssp_steady_warmup); only noise
+# tells whether a cluster stays there (a balance never does; lockstep on some clusters, not on
+# others: docs/models.md). So SSP is simulated with this compute jitter where the workload has
+# none: 1%, less than the iteration-time spread of any measured cluster (the emulated one's
+# steps vary by more), and mean-preserving (:func:`predict_simulate`).
+SSP_LEAST_CV = 0.01
 # draws of that jitter tried while one keeps the balance, where the bound must line the
 # workers up (_escape_balance)
 BALANCE_ESCAPE_SEEDS = 4
@@ -148,8 +151,12 @@ def predict_simulate(
     opts = check_options(iterations, warmup, seed, replications, jitter, trace, jobs)
     iters, warm, reps, cv = (opts["iterations"], opts["warmup"], opts["replications"],
                              opts["jitter"])
-    noisy = has_jitter(sc, cv)
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
+    ssp = asynchronous and sc.strategy.sync == "ssp"
+    least_noise = ssp and not has_jitter(sc, cv) and cv is None  # --jitter 0 keeps it quiet
+    if least_noise:
+        cv = SSP_LEAST_CV
+    noisy = has_jitter(sc, cv)
     phased = (asynchronous and any(g.count > 1 for g in sc.groups)
               and (sc.strategy.effective_sync == "asp" or _ssp_never_held(sc)))
     units = make_units(sc, individual=noisy or asynchronous)
@@ -157,23 +164,21 @@ def predict_simulate(
         TrackLog() if opts["trace"] is not None else None)
     steady_note, searched, escape_note = None, None, None
     seed = opts["seed"]
-    if asynchronous and sc.strategy.sync == "ssp":
-        asked = warm
-        warm, steady_note, searched, balanced = _ssp_steady_warmup(
+    if least_noise:
+        escape_note = (
+            f"simulate: SSP with {SSP_LEAST_CV:g} compute jitter (the workload has none): "
+            "without noise a run keeps the arrangement its common start gives (identical "
+            "workers in lockstep, or faster workers at the slowest's rate yet never held), and "
+            "only noise tells whether a real cluster stays there (--jitter 0: without)")
+        warm, steady_note, searched, seed = _escape_balance(
+            sc, units, warm, iters, cv, seed, ring_steps)
+        if seed != opts["seed"]:
+            escape_note += (f"; the jitter of seed {opts['seed']} kept such a balance, where "
+                            f"the bound must line the workers up, so the jitter of seed {seed} "
+                            "was used")
+    elif ssp:
+        warm, steady_note, searched, _ = _ssp_steady_warmup(
             sc, units, warm, iters, cv, seed, noisy, ring_steps)
-        if balanced and cv is None and not noisy:
-            cv, noisy = BALANCE_ESCAPE_CV, True
-            escape_note = (
-                "simulate: SSP without noise ran every worker at one rate with the faster "
-                "ones not held by the bound, a balance in which their lead has no restoring "
-                "force, so any noise lets it grow to the bound; the steady state was searched "
-                f"again with {BALANCE_ESCAPE_CV:g} compute jitter (--jitter 0 keeps the balance)")
-            warm, steady_note, searched, seed = _escape_balance(
-                sc, units, asked, iters, cv, seed, ring_steps)
-            if seed != opts["seed"]:
-                escape_note += (f"; the jitter of seed {opts['seed']} kept the balance too, "
-                                f"where the bound must line the workers up, so the jitter of "
-                                f"seed {seed} was used")
     job = _Job(sc, units, warm, iters, cv, seed, noisy, ring_steps,
                phase_ranges(sc, units) if phased else None)
     if phased and not noisy:
@@ -227,8 +232,8 @@ def predict_simulate(
 
 def _escape_balance(sc: Scenario, units: list, warmup: int, iterations: int, cv: float,
                     seed: int, ring_steps: str) -> tuple[int, str | None, RunResult, int]:
-    """The steady-state search with jitter from ``seed``; where one draw of the jitter keeps
-    the balance too and the analytic model's steady state is BSP's schedule (one distinct
+    """The steady-state search with jitter from ``seed``; where that draw of the jitter ends
+    in a balance and the analytic model's steady state is BSP's schedule (one distinct
     slowest worker, :func:`~ddlperf.predictors.analytic.ssp_lines_up`), again from the next
     seeds (at most ``BALANCE_ESCAPE_SEEDS``).
 
