@@ -237,3 +237,17 @@ def test_identical_workers_are_not_left_in_the_lockstep_of_their_common_start():
     assert default.iteration_time_s == predict(**kw, jitter=0.01).iteration_time_s
     assert default.iteration_time_s < 0.7 * quiet.iteration_time_s
     assert any("identical workers in lockstep" in n for n in default.notes)
+
+
+def test_a_trace_shows_the_run_the_ssp_figure_comes_from(tmp_path):
+    # fresh9-ssp1-2w-2s: SSP(1) that ASP's rates would never hold. With the 1% jitter every
+    # worker starts together, as the steady-state search does; --trace must not start them at
+    # ASP's random phases instead (it re-runs replication 0 to fill the timeline)
+    biglast = make_workload([(0.015, 0.030, [250_000])] * 6
+                            + [(0.003, 0.006, [4_000_000]), (0.001, 0.002, [1_000_000])])
+    kw = dict(workload=biglast, workers=2, ps=2, bandwidth="300Mbps", sync="ssp",
+              staleness=1, method="simulate", iterations=60, warmup=15)
+    plain = predict(**kw)
+    traced = predict(**kw, trace=tmp_path / "trace.json")
+    assert (tmp_path / "trace.json").stat().st_size > 0
+    assert traced.iteration_time_s == plain.iteration_time_s

@@ -153,12 +153,14 @@ def predict_simulate(
                              opts["jitter"])
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
     ssp = asynchronous and sc.strategy.sync == "ssp"
-    least_noise = ssp and not has_jitter(sc, cv) and cv is None  # --jitter 0 keeps it quiet
+    least_noise = ssp and cv is None and not has_jitter(sc, None)  # --jitter 0: quiet
     if least_noise:
         cv = SSP_LEAST_CV
     noisy = has_jitter(sc, cv)
+    # SSP with noise starts every worker together, as its steady-state search does (the
+    # search's run is replication 0, and a trace must show that run)
     phased = (asynchronous and any(g.count > 1 for g in sc.groups)
-              and (sc.strategy.effective_sync == "asp" or _ssp_never_held(sc)))
+              and (sc.strategy.effective_sync == "asp" or (not noisy and _ssp_never_held(sc))))
     units = make_units(sc, individual=noisy or asynchronous)
     log = timeline if timeline is not None else (
         TrackLog() if opts["trace"] is not None else None)
