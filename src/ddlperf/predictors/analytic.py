@@ -76,7 +76,8 @@ SSP_REGIMES = {
 def ssp_runs_as_asp(sc: Scenario) -> bool:
     """Whether the analytic model runs this SSP scenario as ASP (nobody held by the bound,
     :func:`~ddlperf.predictors.analytic_ps_async.ssp_is_asp`), on the views it predicts it
-    with; the simulator then starts the workers at random phases, as under ASP."""
+    with; the simulator then starts noise-free workers (``--jitter 0``) at random phases, as
+    under ASP."""
     return ssp_is_asp(colocated_view(sc))
 
 

@@ -317,7 +317,8 @@ def _standard_error(compute: np.ndarray) -> float:
 
 def _ssp_never_held(sc: Scenario) -> bool:
     """SSP where every worker runs at one ASP rate, faster than BSP: the bound never holds
-    anyone, so SSP is ASP there, phases included; the analytic model's own test
+    anyone, so SSP is ASP there, phases included where nothing is noisy (``--jitter 0``:
+    with noise every worker starts together, :data:`SSP_LEAST_CV`); the analytic model's own test
     (:func:`~ddlperf.predictors.analytic.ssp_runs_as_asp`), so both predictors agree on
     which runs it is."""
     from ddlperf.predictors.analytic import ssp_runs_as_asp
