@@ -266,3 +266,17 @@ def test_step_barrier_refuses_asynchronous_training():
     assert result.exit_code == 2
     assert result.stderr.strip().startswith("error: --step-barrier:")
     assert "Traceback" not in result.output
+
+
+def test_ssp_simulate_says_it_adds_jitter_and_jitter_0_turns_it_off():
+    # zoo models have no noise: SSP is simulated with 1% jitter, and says so; --jitter 0 is
+    # the noise-free run the user asked for
+    base = ("predict", "--json", "--model", "resnet18", "--workers", "3", "--ps", "1",
+            "--placement", "colocated", "--sync", "ssp", "--staleness", "2",
+            "--method", "simulate", "--iterations", "20")
+    noisy = json.loads(invoke(*base).output)
+    quiet = json.loads(invoke(*base, "--jitter", "0").output)
+    assert noisy["inputs"]["simulate"]["jitter"] == 0.01
+    assert quiet["inputs"]["simulate"]["jitter"] == 0.0
+    assert any("SSP with 0.01 compute jitter" in n for n in noisy["notes"])
+    assert not any("SSP with 0.01 compute jitter" in n for n in quiet["notes"])
