@@ -21,6 +21,7 @@ from ddlperf.prediction import ResourceUse
 from ddlperf.predictors.analytic_colocated_async import (
     colocated_stations,
     host_workers,
+    remote_share,
     shares_host_nics,
 )
 from ddlperf.predictors.analytic_ps_bsp import ps_bsp
@@ -121,7 +122,7 @@ def _ps_queueing(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     for part in ("downlink", "uplink", "update"):
         best: tuple[str, np.ndarray, np.ndarray] | None = None
         for k, shard in enumerate(sc.shards):
-            remote = np.array([1.0 - host_workers(shard, g) / g.count for g in sc.groups])
+            remote = np.array([remote_share(shard, g) for g in sc.groups])
             if part == "update":
                 d = np.full(len(sc.groups), shard_bytes[k] * shard.update_s_per_byte)
                 low = np.zeros(len(sc.groups))

@@ -151,6 +151,11 @@ def test_a_run_too_short_for_a_slow_catch_up_says_so():
     assert any("not in steady state after 200 warm-up iterations" in n for n in p.notes)
 
 
+# the dev matrix's biglast9: six small layers, then a 4 MB and a 1 MB tensor first in backward
+BIGLAST = make_workload([(0.015, 0.030, [250_000])] * 6
+                        + [(0.003, 0.006, [4_000_000]), (0.001, 0.002, [1_000_000])])
+
+
 # ps-ssp-hetero of the dev matrix with this session's PS update cost: without noise its three
 # workers share the saturated PS link equally and run at one rate, the faster ones never held
 BALANCED = {"bandwidth": "200Mbps", "latency": "50us",
@@ -206,12 +211,10 @@ def test_other_draws_are_tried_only_where_the_bound_must_line_the_workers_up():
     assert ssp_lines_up(scenario(workload=UNIFORM8, cluster=hetero, sync="ssp", staleness=2))
     # identical workers, colocated shards on three of four (fresh9-ssp-coloc-3s): the
     # slowest are apart, the runs stay unheld, and a draw that lines them up would be wrong
-    biglast = make_workload([(0.015, 0.030, [250_000])] * 6
-                            + [(0.003, 0.006, [4_000_000]), (0.001, 0.002, [1_000_000])])
-    apart = scenario(workload=biglast, workers=4, ps=3, placement="colocated",
+    apart = scenario(workload=BIGLAST, workers=4, ps=3, placement="colocated",
                      bandwidth="200Mbps", sync="ssp", staleness=1)
     assert not ssp_lines_up(apart)
-    p = predict(workload=biglast, workers=4, ps=3, placement="colocated",
+    p = predict(workload=BIGLAST, workers=4, ps=3, placement="colocated",
                 bandwidth="200Mbps", sync="ssp", staleness=1, method="simulate",
                 iterations=60, warmup=15)
     assert p.inputs["simulate"]["seed"] == 0
@@ -224,9 +227,7 @@ def test_identical_workers_are_not_left_in_the_lockstep_of_their_common_start():
     # through w0's NIC at once: BSP's period (0.974 s). Noise parts them (measured 0.550 s);
     # only a run with noise can tell, so SSP is simulated with 1% jitter unless --jitter
     # says otherwise.
-    biglast = make_workload([(0.015, 0.030, [250_000])] * 6
-                            + [(0.003, 0.006, [4_000_000]), (0.001, 0.002, [1_000_000])])
-    kw = dict(workload=biglast, workers=4, ps=1, placement="colocated", sharding="greedy",
+    kw = dict(workload=BIGLAST, workers=4, ps=1, placement="colocated", sharding="greedy",
               bandwidth="300Mbps", sync="ssp", staleness=3, method="simulate",
               iterations=60, warmup=15)
     quiet = predict(**kw, jitter=0)
@@ -243,9 +244,7 @@ def test_a_trace_shows_the_run_the_ssp_figure_comes_from(tmp_path):
     # fresh9-ssp1-2w-2s: SSP(1) that ASP's rates would never hold. With the 1% jitter every
     # worker starts together, as the steady-state search does; --trace must not start them at
     # ASP's random phases instead (it re-runs replication 0 to fill the timeline)
-    biglast = make_workload([(0.015, 0.030, [250_000])] * 6
-                            + [(0.003, 0.006, [4_000_000]), (0.001, 0.002, [1_000_000])])
-    kw = dict(workload=biglast, workers=2, ps=2, bandwidth="300Mbps", sync="ssp",
+    kw = dict(workload=BIGLAST, workers=2, ps=2, bandwidth="300Mbps", sync="ssp",
               staleness=1, method="simulate", iterations=60, warmup=15)
     plain = predict(**kw)
     traced = predict(**kw, trace=tmp_path / "trace.json")

@@ -164,10 +164,10 @@ def predict_simulate(
     units = make_units(sc, individual=noisy or asynchronous)
     log = timeline if timeline is not None else (
         TrackLog() if opts["trace"] is not None else None)
-    steady_note, searched, escape_note = None, None, None
+    steady_note, searched, jitter_note = None, None, None
     seed = opts["seed"]
     if least_noise:
-        escape_note = (
+        jitter_note = (
             f"simulate: SSP with {SSP_LEAST_CV:g} compute jitter (the workload has none): "
             "without noise a run keeps the arrangement its common start gives (identical "
             "workers in lockstep, or faster workers at the slowest's rate yet never held), and "
@@ -175,7 +175,7 @@ def predict_simulate(
         warm, steady_note, searched, seed = _escape_balance(
             sc, units, warm, iters, cv, seed, ring_steps)
         if seed != opts["seed"]:
-            escape_note += (f"; the jitter of seed {opts['seed']} kept such a balance, where "
+            jitter_note += (f"; the jitter of seed {opts['seed']} kept such a balance, where "
                             f"the bound must line the workers up, so the jitter of seed {seed} "
                             "was used")
     elif ssp:
@@ -213,8 +213,8 @@ def predict_simulate(
         biggest = max(u.count for u in units)
         notes.append(f"simulate: identical workers simulated together (up to {biggest} per "
                      "unit, weighted flows; exact because they stay in lockstep)")
-    if escape_note:
-        notes.append(escape_note)
+    if jitter_note:
+        notes.append(jitter_note)
     if steady_note:
         notes.append(steady_note)
     if asynchronous:
