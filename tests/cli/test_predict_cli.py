@@ -280,3 +280,18 @@ def test_ssp_simulate_says_it_adds_jitter_and_jitter_0_turns_it_off():
     assert quiet["inputs"]["simulate"]["jitter"] == 0.0
     assert any("SSP with 0.01 compute jitter" in n for n in noisy["notes"])
     assert not any("SSP with 0.01 compute jitter" in n for n in quiet["notes"])
+
+
+def test_asp_simulate_of_two_workers_starts_them_together_and_says_so():
+    # two identical ASP workers: a common start with 1% jitter (their lockstep is what a job
+    # shows); --jitter 0 puts them at random phases; three workers are phased as before
+    base = ("predict", "--json", "--model", "resnet18", "--ps", "1", "--sync", "asp",
+            "--bandwidth", "1Gbps", "--method", "simulate", "--iterations", "20")
+    pair = json.loads(invoke(*base, "--workers", "2").output)
+    quiet = json.loads(invoke(*base, "--workers", "2", "--jitter", "0").output)
+    three = json.loads(invoke(*base, "--workers", "3").output)
+    assert pair["inputs"]["simulate"]["jitter"] == 0.01
+    assert any("both workers starting together" in n for n in pair["notes"])
+    assert any("random phase" in n for n in quiet["notes"])
+    assert any("random phase" in n for n in three["notes"])
+    assert pair["iteration_time_s"] > quiet["iteration_time_s"]

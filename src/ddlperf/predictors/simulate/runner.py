@@ -49,13 +49,14 @@ DEFAULTS: dict[str, Any] = {"iterations": 20, "warmup": 3, "seed": 0, "replicati
 # tells whether a cluster stays there (a balance never does; lockstep on some clusters, not on
 # others: docs/models.md). So SSP is simulated with this compute jitter where the workload has
 # none: 1%, less than the iteration-time spread of any measured cluster (the emulated one's
-# steps vary by more), and mean-preserving (:func:`predict_simulate`).
+# steps vary by more), and mean-preserving (:func:`predict_simulate`). ASP with two identical
+# workers is simulated the same way, for the same reason (:func:`two_alike`).
 SSP_LEAST_CV = 0.01
 # draws of that jitter tried while one keeps the balance, where the bound must line the
 # workers up (_escape_balance)
 BALANCE_ESCAPE_SEEDS = 4
-# ASP with identical workers: their phase offsets are neutral (kept as they are), so a run
-# that starts them together stays near lockstep, a transient of real runs (noise spreads
+# ASP with three or more identical workers: their offsets move every cycle and measured runs
+# wander, so a run that starts them together shows a transient of real runs (noise spreads
 # them within 10-15 iterations). Each replication starts every worker at an independent
 # random phase; without noise the mean over this many phase draws is reported.
 PHASE_DRAWS = 8
@@ -153,20 +154,29 @@ def predict_simulate(
                              opts["jitter"])
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
     ssp = asynchronous and sc.strategy.sync == "ssp"
-    least_noise = ssp and cv is None and not has_jitter(sc, None)  # --jitter 0: quiet
+    pair = asynchronous and not ssp and two_alike(sc)
+    # --jitter 0: quiet
+    least_noise = (ssp or pair) and cv is None and not has_jitter(sc, None)
     if least_noise:
         cv = SSP_LEAST_CV
     noisy = has_jitter(sc, cv)
     # SSP with noise starts every worker together, as its steady-state search does (the
-    # search's run is replication 0, and a trace must show that run)
+    # search's run is replication 0, and a trace must show that run); so does an ASP pair
     phased = (asynchronous and any(g.count > 1 for g in sc.groups)
-              and (sc.strategy.effective_sync == "asp" or (not noisy and _ssp_never_held(sc))))
+              and ((sc.strategy.effective_sync == "asp" and not (pair and noisy))
+                   or (not noisy and _ssp_never_held(sc))))
     units = make_units(sc, individual=noisy or asynchronous)
     log = timeline if timeline is not None else (
         TrackLog() if opts["trace"] is not None else None)
     steady_note, searched, jitter_note = None, None, None
     seed = opts["seed"]
-    if least_noise:
+    if least_noise and pair:
+        jitter_note = (
+            f"simulate: ASP with {SSP_LEAST_CV:g} compute jitter (the workload has none), both "
+            "workers starting together: two identical workers keep whatever offset they start "
+            "with (two flows on a fairly shared link), a job starts them together, and only "
+            "noise tells whether they stay in lockstep (--jitter 0: without, at random phases)")
+    elif least_noise:
         jitter_note = (
             f"simulate: SSP with {SSP_LEAST_CV:g} compute jitter (the workload has none): "
             "without noise a run keeps the arrangement its common start gives (identical "
@@ -335,21 +345,37 @@ def phase_ranges(sc: Scenario, units: list) -> list[float]:
     return [cycles[id(u.group)] for u in units]
 
 
+def two_alike(sc: Scenario) -> bool:
+    """A job of exactly two identical workers (one group of two: two hosts, or two GPUs of one
+    server). Under ASP they start together, with the compute jitter SSP gets
+    (:data:`SSP_LEAST_CV`), not at random phases.
+
+    Why: two flows entering one fairly shared link d apart leave it d apart (the first has it
+    alone for d, both share it, the second has it alone for d), so two identical workers keep
+    whatever offset they start with, and the trainers (and a real job) start every worker
+    after one barrier; the jitter lets the run leave lockstep where the schedule itself does
+    not hold it (asp-pair-commbound: half a period apart within ten iterations, measured and
+    simulated). Measured from a common start (the fourteenth session's runs, two of them
+    chosen before the rule, docs/models.md), pairs stayed in lockstep or within 0.13 of a
+    period of it: one server's two GPUs behind one NIC (0.636 and 0.639 s in two runs,
+    0.590 s with one shard, 1.127 s without overlap, 1.008 s where the shard binds), two hosts
+    (0.398 s, 0.776 s, 1.181 s, and fresh4-asp-2w-1s at 1.057 s). Random phases priced those
+    7-23% fast. fresh4-asp-2w-1s also parted in two earlier runs (0.902 and 0.920 s, half a
+    period apart after ~20 iterations): a pair's lockstep can end, it is not where it starts.
+    """
+    return len(sc.groups) == 1 and sc.groups[0].count == 2
+
+
 def sharing_pair(sc: Scenario, units: list) -> set[int]:
     """The two remote workers of a host that holds every shard, if any (their unit indices).
 
-    Two flows entering one fairly shared link d apart leave it d apart (the first has it alone
-    for d, both share it, the second has it alone for d), so under ASP two identical workers on
-    one link keep whatever offset they start with, and the trainers (and a real job) start every
-    worker after one barrier. Measured, that common start lasts where the shards sit on a
-    worker's host: the two remote workers of a one-shard host stayed within 20 ms of each other
-    for all 60 iterations of every run (ps-asp-colocated-3w, three runs; fresh4-asp-coloc-3w-100m,
-    two), so such a pair starts together. On a dedicated shard's host it does not: two workers
-    started together left lockstep after ~20 iterations, jumped to half a period apart (one
-    pushes while the other pulls, each direction of the shard's NIC used by one at a time) and
-    stayed there (fresh4-asp-2w-1s: 0.902 and 0.920 s in two runs, 1.057 s in one that stayed
-    together), so they start at random phases like everyone else. With three or more the offsets
-    change every cycle ((d, d) → (2d, d/2)) and measured runs wander."""
+    The argument of :func:`two_alike` for a pair inside a larger job: the two workers send
+    through one link, the shard host's NIC, and keep the offset they start with. Measured,
+    that common start mostly lasts: the two remote workers of a one-shard host stayed within
+    20 ms of each other for all 60 iterations in six of eight runs of ps-asp-colocated-3w and
+    fresh4-asp-coloc-3w-100m (the thirteenth session's full run parted both, docs/models.md),
+    so such a pair starts together. With three or more on one link the offsets change every cycle
+    ((d, d) → (2d, d/2)) and measured runs wander, so everyone else starts at a random phase."""
     if any(u.count != 1 or u.group.gpus != 1 for u in units) or not sc.shards:
         return set()
     hosts = {s.host for s in sc.shards}
@@ -372,13 +398,12 @@ class _Job:
 
     def starts(self, replication: int) -> list[float] | None:
         """Replication ``replication``'s start times (random phases; None: all at once). Every
-        worker draws its own phase, the GPUs of one server too: on their shared NIC two GPUs
-        keep whatever offset they have, and lockstep there is metastable, as for a dedicated
-        pair (:func:`sharing_pair`): in the measured runs of 2 servers × 2 GPUs a server's GPUs
-        that parted (after 15 and 30 iterations) never came back together, and ran at
-        0.67-0.71 s where the ones still together ran at 0.84 s (docs/models.md). A job of
-        thousands of iterations is parted. Only the two remote workers of a host that holds
-        every shard start together (:func:`sharing_pair`)."""
+        worker draws its own phase, the GPUs of one server too when the job has more than two
+        workers: in the measured runs of 2 servers × 2 GPUs a server's GPUs that parted (after
+        15 and 30 iterations) never came back together, and ran at 0.67-0.71 s where the ones
+        still together ran at 0.84 s (docs/models.md). Only the two remote workers of a host
+        that holds every shard start together (:func:`sharing_pair`); a job of two identical
+        workers is not phased at all (:func:`two_alike`)."""
         if self.phase_ranges is None:
             return None
         rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
