@@ -282,16 +282,17 @@ def test_ssp_simulate_says_it_adds_jitter_and_jitter_0_turns_it_off():
     assert not any("SSP with 0.01 compute jitter" in n for n in quiet["notes"])
 
 
-def test_asp_simulate_of_two_workers_starts_them_together_and_says_so():
-    # two identical ASP workers: a common start with 1% jitter (their lockstep is what a job
-    # shows); --jitter 0 puts them at random phases; three workers are phased as before
+def test_asp_simulate_of_one_servers_two_gpus_starts_them_together_and_says_so():
+    # one server's two GPUs under ASP: a common start with 1% jitter (their lockstep is what a
+    # job shows); --jitter 0 puts them at random phases; two servers are phased as before
     base = ("predict", "--json", "--model", "resnet18", "--ps", "1", "--sync", "asp",
-            "--bandwidth", "1Gbps", "--method", "simulate", "--iterations", "20")
+            "--bandwidth", "1Gbps", "--gpus-per-node", "2", "--intra", "PCIe3",
+            "--method", "simulate", "--iterations", "20")
     pair = json.loads(invoke(*base, "--workers", "2").output)
     quiet = json.loads(invoke(*base, "--workers", "2", "--jitter", "0").output)
-    three = json.loads(invoke(*base, "--workers", "3").output)
+    two = json.loads(invoke(*base, "--workers", "4").output)
     assert pair["inputs"]["simulate"]["jitter"] == 0.01
-    assert any("both workers starting together" in n for n in pair["notes"])
+    assert any("both GPUs starting together" in n for n in pair["notes"])
     assert any("random phase" in n for n in quiet["notes"])
-    assert any("random phase" in n for n in three["notes"])
+    assert any("random phase" in n for n in two["notes"])
     assert pair["iteration_time_s"] > quiet["iteration_time_s"]

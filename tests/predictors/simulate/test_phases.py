@@ -1,9 +1,9 @@
-"""ASP start phases: a job of two identical workers, and the two remote workers of a host
+"""ASP start phases: a job of one server's two GPUs, and the two remote workers of a host
 holding every shard, start together (their offset is neutral on a fairly shared link, the
-trainers start every worker at once, and measured runs mostly stayed together); three or more
-identical workers, the GPUs of a server among several and everything else start at random
-phases (measured: they wander). SSP with identical workers is ASP (nobody is held by the
-bound), phases included."""
+trainers start every worker at once, and measured runs stayed together); two one-GPU hosts,
+three or more identical workers, the GPUs of a server among several and everything else start
+at random phases (measured: they part in some runs, or wander). SSP with identical workers is
+ASP (nobody is held by the bound), phases included."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from ddlperf.predictors.simulate.runner import (
     SSP_LEAST_CV,
     _Job,
     phase_ranges,
+    server_pair,
     sharing_pair,
-    two_alike,
 )
 from ddlperf.predictors.simulate.units import make_units
 from tests.conftest import make_workload
@@ -33,7 +33,7 @@ def _units(**kw):
 
 @pytest.mark.parametrize("kw,pair", [
     (dict(workers=3, ps=1, placement="colocated"), {1, 2}),  # w1, w2 share w0's NIC
-    (dict(workers=2, ps=1), set()),  # a job of two: not phased at all (two_alike)
+    (dict(workers=2, ps=1), set()),  # a dedicated shard: they part in some runs
     (dict(workers=2, ps=2), set()),
     (dict(workers=3, ps=1), set()),  # three share it
     (dict(workers=4, ps=1, placement="colocated"), set()),
@@ -112,24 +112,18 @@ def test_ssp_with_identical_workers_and_no_noise_runs_at_asp_phases_not_in_locks
     assert noisy.iteration_time_s < 0.95 * together  # the jitter parts them here too
 
 
-@pytest.mark.parametrize("kw,alike", [
-    (dict(workers=2, ps=1), True),
-    (dict(workers=2, ps=2), True),
-    (dict(workers=2, ps=1, placement="colocated"), True),
+@pytest.mark.parametrize("kw,pair", [
     (dict(workers=2, ps=1, gpus_per_node=2, intra="NVLink2"), True),  # one server's two GPUs
+    (dict(workers=2, ps=2, gpus_per_node=2, intra="NVLink2"), True),
+    (dict(workers=2, ps=1), False),  # two hosts: their shared link is the shard's
+    (dict(workers=2, ps=1, placement="colocated"), False),
     (dict(workers=3, ps=1), False),
-    (dict(workers=4, ps=1, gpus_per_node=2, intra="NVLink2"), False),
+    (dict(workers=4, ps=1, gpus_per_node=2, intra="NVLink2"), False),  # two servers
+    (dict(workers=4, ps=1, gpus_per_node=4, intra="NVLink2"), False),  # four GPUs
 ])
-def test_a_job_of_two_identical_workers_is_told_apart(kw, alike):
+def test_a_job_of_one_servers_two_gpus_is_told_apart(kw, pair):
     sc, _ = _units(**kw)
-    assert two_alike(sc) is alike
-
-
-def test_a_pair_of_different_workers_is_not_two_alike() -> None:
-    sc = api_scenario(workload=WL, sync="asp", cluster={
-        "bandwidth": "200Mbps", "ps": {"count": 1},
-        "workers": [{"name": "a", "count": 1}, {"name": "b", "count": 1, "speed": 0.5}]})
-    assert not two_alike(sc)
+    assert server_pair(sc) is pair
 
 
 def _lockstep_period(**kw) -> float:
@@ -138,30 +132,33 @@ def _lockstep_period(**kw) -> float:
     return float(np.mean([m.period.mean() for m in r.measures]))
 
 
-@pytest.mark.parametrize("kw", [
-    dict(workers=2, ps=1),  # two hosts on one dedicated shard
-    dict(workers=2, ps=2, gpus_per_node=2, intra="NVLink2"),  # one server's GPUs, one NIC
-])
-def test_two_identical_asp_workers_start_together_with_the_least_jitter(kw):
-    # a job starts them together and two flows on one link keep their offset, so the
-    # prediction is their lockstep (measured: 0.636 s for one server's pair of GPUs where
-    # random phases gave 0.589 s); at random phases (--jitter 0) it is faster
+SERVER = dict(workers=2, gpus_per_node=2, intra="NVLink2")
+
+
+@pytest.mark.parametrize("ps", [1, 2])
+def test_one_servers_two_gpus_start_together_with_the_least_jitter(ps):
+    # a job starts them together and two flows on their NIC keep their offset, so the
+    # prediction is their lockstep (measured: 0.636-0.640 s for 2 GPUs behind 300 Mbit with
+    # two fast shards, where random phases gave 0.589 s); at random phases (--jitter 0) and
+    # on two one-GPU hosts it is faster
     common = dict(workload=WL, sync="asp", bandwidth="200Mbps", method="simulate",
-                  iterations=20, warmup=3, **kw)
-    p = predict(**common)
+                  iterations=20, warmup=3, ps=ps)
+    p = predict(**common, **SERVER)
     assert p.inputs["simulate"]["jitter"] == SSP_LEAST_CV
-    assert any("both workers starting together" in n for n in p.notes)
-    together = _lockstep_period(**kw)
+    assert any("both GPUs starting together" in n for n in p.notes)
+    together = _lockstep_period(ps=ps, **SERVER)
     assert p.iteration_time_s == pytest.approx(together, rel=0.02)
-    phased = predict(jitter=0, **common)
+    phased = predict(jitter=0, **common, **SERVER)
     assert any("random phase" in n for n in phased.notes)
     assert phased.iteration_time_s < 0.95 * together
+    hosts = predict(workers=2, **common)
+    assert any("random phase" in n for n in hosts.notes)
 
 
-def test_two_asp_workers_with_noise_of_their_own_start_together() -> None:
+def test_one_servers_two_gpus_with_noise_of_their_own_start_together() -> None:
     # the workload's (or --jitter's) noise: the same common start, no extra jitter note
-    p = predict(workload=WL, workers=2, ps=1, sync="asp", bandwidth="200Mbps",
-                method="simulate", iterations=20, warmup=3, jitter=0.02)
+    p = predict(workload=WL, ps=1, sync="asp", bandwidth="200Mbps", method="simulate",
+                iterations=20, warmup=3, jitter=0.02, **SERVER)
     assert p.inputs["simulate"]["jitter"] == 0.02
     assert not any("starting together" in n for n in p.notes)
-    assert p.iteration_time_s == pytest.approx(_lockstep_period(workers=2, ps=1), rel=0.03)
+    assert p.iteration_time_s == pytest.approx(_lockstep_period(ps=1, **SERVER), rel=0.03)

@@ -49,8 +49,8 @@ DEFAULTS: dict[str, Any] = {"iterations": 20, "warmup": 3, "seed": 0, "replicati
 # tells whether a cluster stays there (a balance never does; lockstep on some clusters, not on
 # others: docs/models.md). So SSP is simulated with this compute jitter where the workload has
 # none: 1%, less than the iteration-time spread of any measured cluster (the emulated one's
-# steps vary by more), and mean-preserving (:func:`predict_simulate`). ASP with two identical
-# workers is simulated the same way, for the same reason (:func:`two_alike`).
+# steps vary by more), and mean-preserving (:func:`predict_simulate`). ASP on one server of two
+# GPUs is simulated the same way, for the same reason (:func:`server_pair`).
 SSP_LEAST_CV = 0.01
 # draws of that jitter tried while one keeps the balance, where the bound must line the
 # workers up (_escape_balance)
@@ -154,7 +154,7 @@ def predict_simulate(
                              opts["jitter"])
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
     ssp = asynchronous and sc.strategy.sync == "ssp"
-    pair = asynchronous and not ssp and two_alike(sc)
+    pair = asynchronous and not ssp and server_pair(sc)
     # --jitter 0: quiet
     least_noise = (ssp or pair) and cv is None and not has_jitter(sc, None)
     if least_noise:
@@ -173,8 +173,8 @@ def predict_simulate(
     if least_noise and pair:
         jitter_note = (
             f"simulate: ASP with {SSP_LEAST_CV:g} compute jitter (the workload has none), both "
-            "workers starting together: two identical workers keep whatever offset they start "
-            "with (two flows on a fairly shared link), a job starts them together, and only "
+            "GPUs starting together: one server's two GPUs keep whatever offset they start "
+            "with (two flows on their NIC, fairly shared), a job starts them together, and only "
             "noise tells whether they stay in lockstep (--jitter 0: without, at random phases)")
     elif least_noise:
         jitter_note = (
@@ -345,31 +345,29 @@ def phase_ranges(sc: Scenario, units: list) -> list[float]:
     return [cycles[id(u.group)] for u in units]
 
 
-def two_alike(sc: Scenario) -> bool:
-    """A job of exactly two identical workers (one group of two: two hosts, or two GPUs of one
-    server). Under ASP they start together, with the compute jitter SSP gets
-    (:data:`SSP_LEAST_CV`), not at random phases.
+def server_pair(sc: Scenario) -> bool:
+    """A job of one server's two GPUs (one group: one server, two GPUs). Under ASP they start
+    together, with the compute jitter SSP gets (:data:`SSP_LEAST_CV`), not at random phases.
 
     Why: two flows entering one fairly shared link d apart leave it d apart (the first has it
     alone for d, both share it, the second has it alone for d), so two identical workers keep
     whatever offset they start with, and the trainers (and a real job) start every worker
-    after one barrier; the jitter lets the run leave lockstep where the schedule itself does
-    not hold it (asp-pair-commbound: half a period apart within ten iterations, measured and
-    simulated). Measured from a common start (the fourteenth session's runs, two of them
-    chosen before the rule, docs/models.md), pairs stayed in lockstep or within 0.13 of a
-    period of it: one server's two GPUs behind one NIC (0.636 and 0.639 s in two runs,
-    0.590 s with one shard, 1.127 s without overlap, 1.008 s where the shard binds), two hosts
-    (0.398 s, 0.776 s, 1.181 s, and fresh4-asp-2w-1s at 1.057 s). Random phases priced those
-    7-23% fast. fresh4-asp-2w-1s also parted in two earlier runs (0.902 and 0.920 s, half a
-    period apart after ~20 iterations): a pair's lockstep can end, it is not where it starts.
-    """
-    return len(sc.groups) == 1 and sc.groups[0].count == 2
+    after one barrier; the jitter lets a run leave lockstep where its schedule does not hold
+    it. Measured from a common start (fourteenth session, docs/models.md), one server's two
+    GPUs stayed in lockstep, or within 0.15 of a period of it, in all nine runs of four
+    clusters (behind a 300 Mbit NIC with two shards 0.636, 0.639, 0.640 s, one shard 0.590,
+    0.603 s, no overlap 1.127, 1.135 s; behind a 1 Gbit NIC on a 150 Mbit shard 1.008, 1.027 s),
+    where random phases priced them 7-25% fast. Two one-GPU hosts are not taken together: the
+    link they share is a shard's (a switch port, whose deep queue the two TCP senders fill from
+    two hosts), and there a pair parted in about half the runs (fresh4-asp-2w-1s: two of
+    four, fresh12-asp-2w-small16: one of two), so they keep the random phases."""
+    return (len(sc.groups) == 1 and sc.groups[0].count == 2 and sc.groups[0].gpus == 2)
 
 
 def sharing_pair(sc: Scenario, units: list) -> set[int]:
     """The two remote workers of a host that holds every shard, if any (their unit indices).
 
-    The argument of :func:`two_alike` for a pair inside a larger job: the two workers send
+    The argument of :func:`server_pair` for a pair inside a larger job: the two workers send
     through one link, the shard host's NIC, and keep the offset they start with. Measured,
     that common start mostly lasts: the two remote workers of a one-shard host stayed within
     20 ms of each other for all 60 iterations in six of eight runs of ps-asp-colocated-3w and
@@ -398,12 +396,12 @@ class _Job:
 
     def starts(self, replication: int) -> list[float] | None:
         """Replication ``replication``'s start times (random phases; None: all at once). Every
-        worker draws its own phase, the GPUs of one server too when the job has more than two
-        workers: in the measured runs of 2 servers × 2 GPUs a server's GPUs that parted (after
+        worker draws its own phase, the GPUs of one server too when the job has more than one
+        server: in the measured runs of 2 servers × 2 GPUs a server's GPUs that parted (after
         15 and 30 iterations) never came back together, and ran at 0.67-0.71 s where the ones
         still together ran at 0.84 s (docs/models.md). Only the two remote workers of a host
-        that holds every shard start together (:func:`sharing_pair`); a job of two identical
-        workers is not phased at all (:func:`two_alike`)."""
+        that holds every shard start together (:func:`sharing_pair`); a job of one server's
+        two GPUs is not phased at all (:func:`server_pair`)."""
         if self.phase_ranges is None:
             return None
         rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
