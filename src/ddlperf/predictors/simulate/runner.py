@@ -29,6 +29,7 @@ import numpy as np
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable
 from ddlperf.prediction import Prediction
+from ddlperf.predictors.analytic_ps_async import server_pair
 from ddlperf.predictors.simulate.results import assemble_simulated
 from ddlperf.predictors.simulate.run import RunResult, simulate_once
 from ddlperf.predictors.simulate.ssp import (
@@ -50,7 +51,8 @@ DEFAULTS: dict[str, Any] = {"iterations": 20, "warmup": 3, "seed": 0, "replicati
 # others: docs/models.md). So SSP is simulated with this compute jitter where the workload has
 # none: 1%, less than the iteration-time spread of any measured cluster (the emulated one's
 # steps vary by more), and mean-preserving (:func:`predict_simulate`). ASP on one server of two
-# GPUs is simulated the same way, for the same reason (:func:`server_pair`).
+# GPUs is simulated the same way, for the same reason
+# (:func:`~ddlperf.predictors.analytic_ps_async.server_pair`).
 SSP_LEAST_CV = 0.01
 # draws of that jitter tried while one keeps the balance, where the bound must line the
 # workers up (_escape_balance)
@@ -345,29 +347,11 @@ def phase_ranges(sc: Scenario, units: list) -> list[float]:
     return [cycles[id(u.group)] for u in units]
 
 
-def server_pair(sc: Scenario) -> bool:
-    """A job of one server's two GPUs (one group: one server, two GPUs). Under ASP they start
-    together, with the compute jitter SSP gets (:data:`SSP_LEAST_CV`), not at random phases.
-
-    Why: two flows entering one fairly shared link d apart leave it d apart (the first has it
-    alone for d, both share it, the second has it alone for d), so two identical workers keep
-    whatever offset they start with, and the trainers (and a real job) start every worker
-    after one barrier; the jitter lets a run leave lockstep where its schedule does not hold
-    it. Measured from a common start (fourteenth session, docs/models.md), one server's two
-    GPUs stayed in lockstep, or within 0.15 of a period of it, in all nine runs of four
-    clusters (behind a 300 Mbit NIC with two shards 0.636, 0.639, 0.640 s, one shard 0.590,
-    0.603 s, no overlap 1.127, 1.135 s; behind a 1 Gbit NIC on a 150 Mbit shard 1.008, 1.027 s),
-    where random phases priced them 7-25% fast. Two one-GPU hosts are not taken together: the
-    link they share is a shard's (a switch port, whose deep queue the two TCP senders fill from
-    two hosts), and there a pair parted in about half the runs (fresh4-asp-2w-1s: two of
-    four, fresh12-asp-2w-small16: one of two), so they keep the random phases."""
-    return (len(sc.groups) == 1 and sc.groups[0].count == 2 and sc.groups[0].gpus == 2)
-
-
 def sharing_pair(sc: Scenario, units: list) -> set[int]:
     """The two remote workers of a host that holds every shard, if any (their unit indices).
 
-    The argument of :func:`server_pair` for a pair inside a larger job: the two workers send
+    The argument of :func:`~ddlperf.predictors.analytic_ps_async.server_pair` for a pair
+    inside a larger job: the two workers send
     through one link, the shard host's NIC, and keep the offset they start with. Measured,
     that common start mostly lasts: the two remote workers of a one-shard host stayed within
     20 ms of each other for all 60 iterations in six of eight runs of ps-asp-colocated-3w and
@@ -401,7 +385,7 @@ class _Job:
         15 and 30 iterations) never came back together, and ran at 0.67-0.71 s where the ones
         still together ran at 0.84 s (docs/models.md). Only the two remote workers of a host
         that holds every shard start together (:func:`sharing_pair`); a job of one server's
-        two GPUs is not phased at all (:func:`server_pair`)."""
+        two GPUs is not phased at all (``analytic_ps_async.server_pair``)."""
         if self.phase_ranges is None:
             return None
         rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
