@@ -292,7 +292,7 @@ def test_asp_simulate_of_one_servers_two_gpus_starts_them_together_and_says_so()
     quiet = json.loads(invoke(*base, "--workers", "2", "--jitter", "0").output)
     two = json.loads(invoke(*base, "--workers", "4").output)
     assert pair["inputs"]["simulate"]["jitter"] == 0.01
-    assert any("GPUs starting together" in n for n in pair["notes"])
+    assert any("both GPUs starting together" in n for n in pair["notes"])
     assert any("random phase" in n for n in quiet["notes"])
     assert any("random phase" in n for n in two["notes"])
     assert pair["iteration_time_s"] > quiet["iteration_time_s"]

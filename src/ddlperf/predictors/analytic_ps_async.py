@@ -333,11 +333,14 @@ def _async_result(sc: Scenario, periods: np.ndarray, waits: np.ndarray
 def server_pair(sc: Scenario) -> bool:
     """A job of one server's two GPUs (one group: one server, two GPUs): they run in lockstep.
     The analytic model gives them BSP's schedule of the job (:func:`ps_async`); the simulator
-    starts them (and any one server's GPUs: ``simulate.runner.one_server``) together, with the
-    compute jitter SSP gets, not at random phases. Three or more GPUs of one server keep the
-    queueing network here: their offsets are not neutral ((d, d) → (2d, d/2) every cycle), and
-    measured they stayed in lockstep on some clusters and spread a third of a period apart on
-    others, which only the simulator's run tells apart.
+    starts them together, with the compute jitter SSP gets (``simulate.runner.SSP_LEAST_CV``),
+    not at random phases. Not three or more GPUs: their offsets are not neutral ((d, d) →
+    (2d, d/2) every cycle), and measured (ten clusters of 3-5 GPUs, fourteenth session) they
+    stayed near lockstep on some and spread a third of a period apart on others; the
+    simulator's jittered common start was closer than random phases on the first five,
+    measured before the choice, and not on five more chosen and predicted before their runs
+    (MAPE 10.1% against 9.7%; 7.6% against 11.6% over all ten), so they keep random phases
+    and the queueing network.
 
     Why: two flows entering one fairly shared link d apart leave it d apart (the first has it
     alone for d, both share it, the second has it alone for d), so two identical workers keep

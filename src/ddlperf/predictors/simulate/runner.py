@@ -29,6 +29,7 @@ import numpy as np
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable
 from ddlperf.prediction import Prediction
+from ddlperf.predictors.analytic_ps_async import server_pair
 from ddlperf.predictors.simulate.results import assemble_simulated
 from ddlperf.predictors.simulate.run import RunResult, simulate_once
 from ddlperf.predictors.simulate.ssp import (
@@ -49,15 +50,16 @@ DEFAULTS: dict[str, Any] = {"iterations": 20, "warmup": 3, "seed": 0, "replicati
 # tells whether a cluster stays there (a balance never does; lockstep on some clusters, not on
 # others: docs/models.md). So SSP is simulated with this compute jitter where the workload has
 # none: 1%, less than the iteration-time spread of any measured cluster (the emulated one's
-# steps vary by more), and mean-preserving (:func:`predict_simulate`). ASP on one server is
-# simulated the same way, for the same reason (:func:`one_server`).
+# steps vary by more), and mean-preserving (:func:`predict_simulate`). ASP on one server of two
+# GPUs is simulated the same way, for the same reason
+# (:func:`~ddlperf.predictors.analytic_ps_async.server_pair`).
 SSP_LEAST_CV = 0.01
 # draws of that jitter tried while one keeps the balance, where the bound must line the
 # workers up (_escape_balance)
 BALANCE_ESCAPE_SEEDS = 4
-# ASP with identical workers on several hosts: three or more move their offsets every cycle,
-# measured pairs of hosts part in some runs, so a run that starts them together shows a
-# transient of real runs (noise spreads them within 10-15 iterations). Each
+# ASP with identical workers (but one server's two GPUs): three or more move their offsets
+# every cycle, measured pairs of hosts part in some runs, so a run that starts them together
+# shows a transient of real runs (noise spreads them within 10-15 iterations). Each
 # replication starts every worker at an independent random phase; without noise the mean over
 # this many phase draws is reported.
 PHASE_DRAWS = 8
@@ -155,7 +157,7 @@ def predict_simulate(
                              opts["jitter"])
     asynchronous = sc.strategy.arch == "ps" and sc.strategy.effective_sync != "bsp"
     ssp = asynchronous and sc.strategy.sync == "ssp"
-    together = asynchronous and not ssp and one_server(sc)
+    together = asynchronous and not ssp and server_pair(sc)
     least_noise = ((ssp or together) and cv is None  # not with --jitter 0
                    and not has_jitter(sc, None))
     if least_noise:
@@ -163,7 +165,7 @@ def predict_simulate(
     noisy = has_jitter(sc, cv)
     # SSP with noise starts every worker together, as its steady-state search does (the
     # search's run is replication 0, and a trace must show that run); so does ASP on one
-    # server
+    # server of two GPUs
     phased = (asynchronous and any(g.count > 1 for g in sc.groups)
               and ((sc.strategy.effective_sync == "asp" and not (together and noisy))
                    or (not noisy and _ssp_never_held(sc))))
@@ -174,10 +176,10 @@ def predict_simulate(
     seed = opts["seed"]
     if least_noise and together:
         jitter_note = (
-            f"simulate: ASP with {SSP_LEAST_CV:g} compute jitter (the workload has none), the "
-            "server's GPUs starting together as a job starts them: on their one NIC, fairly "
-            "shared, the schedule and the noise tell whether they stay in lockstep "
-            "(--jitter 0: without, at random phases)")
+            f"simulate: ASP with {SSP_LEAST_CV:g} compute jitter (the workload has none), both "
+            "GPUs starting together: one server's two GPUs keep whatever offset they start "
+            "with (two flows on their NIC, fairly shared), a job starts them together, and only "
+            "noise tells whether they stay in lockstep (--jitter 0: without, at random phases)")
     elif least_noise:
         jitter_note = (
             f"simulate: SSP with {SSP_LEAST_CV:g} compute jitter (the workload has none): "
@@ -347,38 +349,17 @@ def phase_ranges(sc: Scenario, units: list) -> list[float]:
     return [cycles[id(u.group)] for u in units]
 
 
-def one_server(sc: Scenario) -> bool:
-    """A job of one server's GPUs (one group of two or more on one server). Under ASP they
-    start together, with the compute jitter SSP gets (:data:`SSP_LEAST_CV`), not at random
-    phases, and the run's own dynamics tell whether they stay in lockstep.
-
-    Why: two flows entering one fairly shared link d apart leave it d apart (the first has it
-    alone for d, both share it, the second has it alone for d), so two GPUs keep whatever
-    offset they start with, and the trainers (and a real job) start every worker after one
-    barrier; three or more change their offsets every cycle ((d, d) → (2d, d/2)), which the
-    jitter turns into a parting where the schedule does not hold them together. Measured from
-    a common start (fourteenth session, docs/models.md): two GPUs stayed in lockstep in all
-    nine runs of four clusters (random phases 7-24% fast); three or four GPUs behind one NIC
-    with two fast shards stayed in lockstep (0.700 and 0.904 s; common start 0.705 and 0.914,
-    random phases 0.630 and 0.729), and without overlap nearly (1.437 s; 1.329, 0.909), while
-    three GPUs on one shard, or on two shards slower than the NIC, spread a third of a period
-    apart (0.507 and 0.506 s; 0.539 and 0.554, 0.503 and 0.502). The link they share is their
-    own NIC's egress, whose queues TCP keeps short; one-GPU hosts share a shard's downlink (a
-    switch port with deep per-sender queues) and there pairs parted in about half the runs
-    (fresh4-asp-2w-1s: two of four), so jobs of several hosts keep random phases."""
-    return len(sc.groups) == 1 and sc.groups[0].servers == 1 and sc.groups[0].count >= 2
-
-
 def sharing_pair(sc: Scenario, units: list) -> set[int]:
     """The two remote workers of a host that holds every shard, if any (their unit indices).
 
-    The argument of :func:`one_server` for a pair inside a larger job: the two send through one
-    link, the shard host's NIC, and keep the offset they start with. Measured, that common start
-    mostly lasts: the two remote workers of a one-shard host stayed within 20 ms of each other
-    for all 60 iterations in six of eight runs of ps-asp-colocated-3w and
-    fresh4-asp-coloc-3w-100m (the thirteenth session's full run parted both, docs/models.md), so
-    such a pair starts together. With three or more on one link the offsets change every cycle
-    ((d, d) → (2d, d/2)) and measured runs wander, so everyone else starts at a random phase."""
+    The argument of :func:`~ddlperf.predictors.analytic_ps_async.server_pair` for a pair inside
+    a larger job: the two send through one link, the shard host's NIC, and keep the offset they
+    start with. Measured, that common start mostly lasts: the two remote workers of a one-shard
+    host stayed within 20 ms of each other for all 60 iterations in six of eight runs of
+    ps-asp-colocated-3w and fresh4-asp-coloc-3w-100m (the thirteenth session's full run parted
+    both, docs/models.md), so such a pair starts together. With three or more on one link the
+    offsets change every cycle ((d, d) → (2d, d/2)) and measured runs wander, so everyone else
+    starts at a random phase."""
     if any(u.count != 1 or u.group.gpus != 1 for u in units) or not sc.shards:
         return set()
     hosts = {s.host for s in sc.shards}
@@ -405,8 +386,8 @@ class _Job:
         server: in the measured runs of 2 servers × 2 GPUs a server's GPUs that parted (after
         15 and 30 iterations) never came back together, and ran at 0.67-0.71 s where the ones
         still together ran at 0.84 s (docs/models.md). Only the two remote workers of a host
-        that holds every shard start together (:func:`sharing_pair`); a job of one server is
-        not phased at all (:func:`one_server`)."""
+        that holds every shard start together (:func:`sharing_pair`); a job of one server's
+        two GPUs is not phased at all (``analytic_ps_async.server_pair``)."""
         if self.phase_ranges is None:
             return None
         rng = np.random.default_rng([self.seed, replication, _PHASE_STREAM])
