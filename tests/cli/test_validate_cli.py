@@ -136,12 +136,18 @@ def test_repredict_rewrites_predictions_of_an_earlier_run(tmp_path: Path) -> Non
     out = finished_run(tmp_path, m)
     docs = tmp_path / "docs"
     docs.mkdir()
-    result = runner.invoke(app, ["validate", "--results", str(out), "--matrix", str(m),
+    shown = tmp_path / "dev_matrix.yaml"  # the same matrix elsewhere (a frozen clone's run)
+    shown.write_text(m.read_text())
+    result = runner.invoke(app, ["validate", "--results", str(out), "--matrix", str(shown),
                                  "--repredict", "--publish", str(docs)], terminal_width=200)
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
     assert data["scenarios"][0]["predicted"]["analytic"]["iteration_time_s"] != 9.0
     assert "repredicted" in data and (docs / "validation.md").exists()
+    # the page's command names the matrix given, not the path the run was made from
+    page = (docs / "validation.md").read_text()
+    assert f"ddlperf validate --matrix {shown} --publish" in page
+    assert f"--matrix {m} " not in page
 
 
 @pytest.mark.parametrize("args,needles", [

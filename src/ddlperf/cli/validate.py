@@ -141,7 +141,9 @@ def validate(
         from ddlperf.report.agreement_report import markdown_lines
 
         check_writable(publish / "validation.md", "--publish")
-        command = f"ddlperf validate --matrix {run.matrix} --publish {publish}" + (
+        # the matrix the page's texts come from (a run's own path may be a frozen clone's)
+        shown = matrix if matrix is not None else run.matrix
+        command = f"ddlperf validate --matrix {shown} --publish {publish}" + (
             f" --rates {run.meta.get('rates')}" if run.meta.get("rates", "configured")
             != "configured" else "")
         publish_docs(run.rows, run.summary, run.meta, publish, title=title,
