@@ -351,9 +351,12 @@ def server_pair(sc: Scenario) -> bool:
     of four clusters (behind a 300 Mbit NIC with two shards 0.636, 0.639, 0.640 s, one shard
     0.590, 0.603 s, no overlap 1.127, 1.135 s; behind a 1 Gbit NIC on a 150 Mbit shard 1.008,
     1.027 s), where random phases priced them 7-24% fast and the queueing network 5-25% fast.
-    Two one-GPU hosts are not taken together: the link they share is a shard's (a switch port,
-    whose deep queue the two TCP senders fill from two hosts), and there a pair parted in
-    about half the runs (fresh4-asp-2w-1s: two of four, fresh12-asp-2w-small16: one of two).
+    Two one-GPU hosts are not taken together: on one shard a pair parted in about half the
+    runs (fresh4-asp-2w-1s: two of four, fresh12-asp-2w-small16: one of two), on two shards it
+    stayed together in every run (fresh12-asp-2w-2s, fresh9-ssp1-2w-2s's cluster); why is not
+    known (a shard's downlink is a switch port with deep per-sender queues that two hosts'
+    TCP senders fill, where a server's GPUs share their own NIC's egress, but two shards are
+    switch ports too), so hosts keep random phases.
     """
     return len(sc.groups) == 1 and sc.groups[0].count == 2 and sc.groups[0].gpus == 2
 
