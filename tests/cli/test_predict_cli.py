@@ -296,3 +296,13 @@ def test_asp_simulate_of_one_servers_two_gpus_starts_them_together_and_says_so()
     assert any("random phase" in n for n in quiet["notes"])
     assert any("random phase" in n for n in two["notes"])
     assert pair["iteration_time_s"] > quiet["iteration_time_s"]
+
+
+def test_asp_on_one_server_of_three_gpus_notes_the_lockstep_figure():
+    base = ("predict", "--json", "--model", "resnet18", "--ps", "2", "--bandwidth", "400Mbps",
+            "--gpus-per-node", "3", "--intra", "PCIe3", "--workers", "3")
+    asp = json.loads(invoke(*base, "--sync", "asp").output)
+    bsp = json.loads(invoke(*base, "--sync", "bsp").output)
+    (note,) = [n for n in asp["notes"] if n.startswith("ASP on one server of 3 GPUs")]
+    assert "in lockstep this job takes" in note
+    assert not any(n.startswith("ASP on one server") for n in bsp["notes"])
