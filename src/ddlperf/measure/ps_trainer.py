@@ -334,8 +334,10 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
                 u = time.perf_counter()
                 shard.apply(w, j, buffers[j])
                 update_s += time.perf_counter() - u
-            received[w][t] = {"recv_s": time.perf_counter() - began - update_s,
-                              "update_s": update_s}
+            with shard.cond:  # the sender writes this iteration's serve record with them
+                received[w][t] = {"recv_s": time.perf_counter() - began - update_s,
+                                  "update_s": update_s}
+                shard.cond.notify_all()
 
     def sender(w: int) -> None:
         peer = worker_rank(table, w)
@@ -375,7 +377,13 @@ def run_shard(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: S
             for work in works:
                 work.wait()
             end = time.perf_counter()
-            stats = received[w].pop(version - 1, {})
+            with shard.cond:
+                # Every gradient of the iteration is applied (own), but the receiver thread
+                # may not have stored its timings yet: without them the record would lack
+                # recv_s and update_s (seen once, it failed the run's summary).
+                shard.cond.wait_for(lambda v=version: (v - 1) in received[w]
+                                    or bool(shard.errors))
+                stats = received[w].pop(version - 1, {})
             rec.write({
                 "type": "serve", "worker": spec["workers"][w]["name"], "iteration": version - 1,
                 "start": began_wall, "end": began_wall + (end - began), "gate_wait_s": gate,

@@ -469,11 +469,7 @@ def measurement_context(
         for w in spec["workers"]:
             standalone[w["name"]] = w["batch_size"] / single["iteration_time_s"]
     links = utilization_links(sc, spec, hosts, probed)
-    updates = [r for r in records if r.get("type") == "serve"
-               and int(r["iteration"]) >= spec["warmup"] and r.get("payload_received_bytes")]
-    update_per_byte = (sum(float(r["update_s"]) for r in updates)
-                       / sum(float(r["payload_received_bytes"]) for r in updates)
-                       if updates else None)
+    update_per_byte = ps_update_per_byte(records, int(spec["warmup"]))
     notes = [
         f"compute: {label}" + (" — per-layer waits of the workload's forward/backward seconds "
                                "standing in for accelerator time" if label == EMULATED_LABEL
@@ -527,6 +523,19 @@ def measurement_context(
             "warmup": spec["warmup"],
             "label": label, "single_worker": single, "standalone": standalone, "links": links,
             "inputs": inputs, "notes": notes}
+
+
+def ps_update_per_byte(records: list[dict[str, Any]], warmup: int) -> float | None:
+    """The shards' measured optimizer seconds per received gradient byte over the steady
+    iterations (None without a PS, or where no serve record carries its timings: a record
+    written without them, by a shard that failed or by an older trainer, is left out)."""
+    updates = [r for r in records if r.get("type") == "serve"
+               and int(r["iteration"]) >= warmup and r.get("payload_received_bytes")
+               and "update_s" in r]
+    if not updates:
+        return None
+    return (sum(float(r["update_s"]) for r in updates)
+            / sum(float(r["payload_received_bytes"]) for r in updates))
 
 
 def utilization_links(sc: Scenario, spec: dict[str, Any], hosts: list[Any],
