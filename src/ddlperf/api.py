@@ -487,11 +487,11 @@ def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any
     if sc.memory:
         prediction.inputs["memory"] = sc.memory
     prediction.notes.extend(notes)
-    from ddlperf.predictors.arrangement import one_server_spread_note
+    from ddlperf.predictors.arrangement import lockstep_note
 
-    spread = one_server_spread_note(sc, prediction)
-    if spread:
-        prediction.notes.append(spread)
+    lockstep = lockstep_note(sc, prediction)
+    if lockstep:
+        prediction.notes.append(lockstep)
     return prediction
 
 

@@ -303,6 +303,6 @@ def test_asp_on_one_server_of_three_gpus_notes_the_lockstep_figure():
             "--gpus-per-node", "3", "--intra", "PCIe3", "--workers", "3")
     asp = json.loads(invoke(*base, "--sync", "asp").output)
     bsp = json.loads(invoke(*base, "--sync", "bsp").output)
-    (note,) = [n for n in asp["notes"] if n.startswith("ASP on one server of 3 GPUs")]
+    (note,) = [n for n in asp["notes"] if n.startswith("ASP with the 3 GPUs of one server")]
     assert "in lockstep this job takes" in note
-    assert not any(n.startswith("ASP on one server") for n in bsp["notes"])
+    assert not any(n.startswith("ASP with") for n in bsp["notes"])

@@ -1,6 +1,6 @@
-"""The note beside ASP on one server of three or more GPUs: the lockstep figure (BSP's
-schedule), which measured runs of such servers reached on some clusters and no model here
-tells apart from the even spread the predictions assume."""
+"""The note beside ASP with identical workers: the lockstep figure (BSP's schedule), which
+measured runs reached on some clusters and no model here tells apart from the arrangement
+the prediction prices."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from ddlperf.api import predict
 from ddlperf.api import scenario as api_scenario
 from ddlperf.predictors.analytic import predict_analytic
-from ddlperf.predictors.arrangement import one_server_spread_note
+from ddlperf.predictors.arrangement import lockstep_note
 from tests.conftest import make_workload
 
 WL = make_workload([(0.01, 0.02, [1_000_000])] * 8)
@@ -23,37 +23,60 @@ def _server(gpus: int, **kw):
     return dict(workload=WL, cluster=cluster, **kw)
 
 
+def _hosts(n: int, **kw):
+    return dict(workload=WL, workers=n, ps=1, bandwidth="100Mbps", **kw)
+
+
 def _note(p):
-    return [n for n in p.notes if n.startswith("ASP on one server of")]
+    return [n for n in p.notes if n.startswith("ASP with")]
+
+
+def _lockstep_s(note: str) -> float:
+    value, unit = re.search(r"takes ([0-9.]+)(ms|s) per iteration", note).groups()
+    return float(value) / (1000 if unit == "ms" else 1)
 
 
 @pytest.mark.parametrize("method", ["analytic", "simulate"])
-def test_asp_on_one_server_of_three_gpus_gets_the_lockstep_figure(method):
+@pytest.mark.parametrize("job", ["server", "hosts"])
+def test_asp_with_identical_workers_gets_the_lockstep_figure(method, job):
     kw = dict(iterations=20, warmup=3) if method == "simulate" else {}
-    p = predict(sync="asp", method=method, **_server(3), **kw)
-    lockstep = predict(sync="bsp", **_server(3)).iteration_time_s
+    where = _server(3) if job == "server" else _hosts(3)
+    p = predict(sync="asp", method=method, **where, **kw)
+    lockstep = predict(sync="bsp", **where).iteration_time_s
     (note,) = _note(p)
-    seconds = float(re.search(r"takes ([0-9.]+)ms per iteration", note).group(1)) / 1000
-    assert seconds == pytest.approx(lockstep, rel=1e-3)
+    assert _lockstep_s(note) == pytest.approx(lockstep, rel=1e-3)
     assert lockstep > 1.02 * p.iteration_time_s
     share = int(re.search(r"(\d+)% more", note).group(1))
     assert share == round(100 * (lockstep / p.iteration_time_s - 1))
+    assert ("the 3 GPUs of one server" in note) == (job == "server")
 
 
 @pytest.mark.parametrize("kw", [
     dict(sync="bsp"),
     dict(sync="ssp", staleness=2),
     dict(sync="asp", gpus=2),  # a server pair: its prediction is the lockstep already
-    dict(sync="asp", gpus=2, servers=2),  # several servers
 ])
 def test_no_note_elsewhere(kw):
     gpus = kw.pop("gpus", 3)
     assert not _note(predict(**_server(gpus, **kw)))
 
 
-def test_no_note_for_one_gpu_hosts():
-    p = predict(workload=WL, workers=3, ps=2, sync="asp", bandwidth="400Mbps")
-    assert not _note(p)
+def test_several_servers_are_named_as_workers():
+    (note,) = _note(predict(sync="asp", **_server(2, servers=2)))
+    assert note.startswith("ASP with 4 identical workers")
+
+
+def test_no_note_for_one_worker_or_different_workers():
+    assert not _note(predict(sync="asp", **_hosts(1)))
+    mixed = {"bandwidth": "100Mbps", "ps": {"count": 1},
+             "workers": [{"name": "fast", "count": 2}, {"name": "slow", "count": 1,
+                                                        "speed": 0.5}]}
+    assert not _note(predict(workload=WL, cluster=mixed, sync="asp"))
+
+
+def test_no_note_where_lockstep_costs_nothing():
+    # compute-bound: fast links, so lockstep and any spread take the compute time
+    assert not _note(predict(sync="asp", **_hosts(3) | {"bandwidth": "100Gbps"}))
 
 
 def test_the_lockstep_figure_leaves_the_scenario_alone():
@@ -61,5 +84,5 @@ def test_the_lockstep_figure_leaves_the_scenario_alone():
     sc = api_scenario(sync="asp", **_server(3))
     before = (list(sc.notes), sc.strategy)
     p = predict_analytic(sc)
-    assert one_server_spread_note(sc, p)
+    assert lockstep_note(sc, p)
     assert (sc.notes, sc.strategy) == before

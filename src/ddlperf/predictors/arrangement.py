@@ -1,13 +1,16 @@
 """A note where the answer depends on an arrangement no model here predicts.
 
-ASP on one server of three or more identical GPUs: measured from a common start, the GPUs
-stayed in lockstep on some clusters and spread evenly over the period on others, and neither
-predictor tells which (docs/models.md, *Three to five GPUs of one server*; the dev matrix's
-``fresh13-*`` rows: simulate −34% to +17%, analytic −32% to +13%). Both predictors price the
-spread arrangement (independent phases), so the prediction gets the other one's figure beside
-it, lockstep being BSP's schedule of the same job: a bound a user can plan with rather than
-a single number that may be a third too fast (all twenty measured runs of the ``fresh13-*``
-rows took at most that figure; four ran within 2% of it).
+ASP with identical workers: from the job's common start, measured runs stayed in lockstep on
+some clusters and spread over the period on others, and what decides it lies below both
+models' level of detail (docs/models.md, *What decides the arrangement*: capping the kernel's
+send buffers alone moved one emulated cluster from 0.73 to 0.80 s, its lockstep being 1.02 s;
+TCP's restart after idle and its congestion control did not matter). The
+predictions price one arrangement (independent phases, or lockstep where the workers are held
+in it: one server's two GPUs, the remote pair of a host holding every shard), so the
+prediction gets the lockstep figure beside it, lockstep being BSP's schedule of the same job:
+a bound a user can plan with. Every one of the dev matrix's 33 measured ASP rows of identical
+workers took at most it (the most, 0.5% above: noise); one server of three or more GPUs is
+where the two predictors miss most (``fresh13-*``: simulate −34% to +17%).
 """
 
 from __future__ import annotations
@@ -22,14 +25,14 @@ from ddlperf.units import format_duration
 SAME_WITHIN = 0.02
 
 
-def one_server_spread_note(sc: Scenario, prediction: Prediction) -> str | None:
-    """The note for ASP on one server of three or more identical GPUs (None elsewhere, or
-    where lockstep would not be slower)."""
+def lockstep_note(sc: Scenario, prediction: Prediction) -> str | None:
+    """The note for ASP with identical workers (one worker group of two or more), None
+    elsewhere or where lockstep would not be more than ``SAME_WITHIN`` slower."""
     strategy = sc.strategy
     if strategy.arch != "ps" or strategy.effective_sync != "asp" or len(sc.groups) != 1:
         return None
     group = sc.groups[0]
-    if group.servers != 1 or group.count < 3:
+    if group.count < 2:
         return None
     from ddlperf.predictors.analytic import predict_analytic
 
@@ -38,8 +41,12 @@ def one_server_spread_note(sc: Scenario, prediction: Prediction) -> str | None:
     figure = prediction.iteration_time_s
     if lockstep <= figure * (1 + SAME_WITHIN):
         return None
-    return (f"ASP on one server of {group.count} GPUs: measured runs of such servers settled "
-            "in lockstep on some clusters and spread evenly on others, which ddlperf cannot "
-            "tell apart yet (this figure assumes the spread; docs/models.md); in lockstep "
-            f"this job takes {format_duration(lockstep)} per iteration, "
-            f"{100 * (lockstep / figure - 1):.0f}% more")
+    if group.servers == 1 and group.count >= 3:
+        who = f"the {group.count} GPUs of one server"
+    else:
+        who = f"{group.count} identical workers"
+    return (f"ASP with {who}: measured runs of such jobs settled in lockstep on some "
+            "clusters and apart on others, decided by details ddlperf does not model (such "
+            "as the kernel's send buffers; docs/models.md); in lockstep this job takes "
+            f"{format_duration(lockstep)} per iteration, "
+            f"{100 * (lockstep / figure - 1):.0f}% more than this prediction")
