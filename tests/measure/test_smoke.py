@@ -65,6 +65,10 @@ def _check_common(m, rid: str, out: Path, elapsed: float) -> None:
     assert all(row["judged"] for row in wire["links"])
     for row in wire["links"]:  # payload ≤ port count ≤ payload / 0.956 + ACKs (+ resends)
         assert 0.99 <= row["ratio"] <= 1.10, row
+    tcp = wire["tcp"]  # every host's TCP segments while the trainers ran: it sent, none lost
+    assert set(tcp["hosts"]) == {h["name"] for h in m.inputs["measure"]["hosts"]}
+    assert all(h["sent_segments"] > 1000 for h in tcp["hosts"].values())
+    assert 0.0 <= tcp["max_resent_pct"] < 0.5
     saved = json.loads((out / "measurement.json").read_text())
     assert saved["kind"] == "measurement" and saved["iteration_time_s"] == m.iteration_time_s
     records, skipped = read_records(out / "records.jsonl")

@@ -92,3 +92,56 @@ def link_counts(cluster: EmulatedCluster, links: dict[str, str]) -> dict[str, in
         out[f"{host} intra"] = sum(v for k, v in counts.items() if k != "other")
         out[f"{host} loopback other"] = counts["other"]
     return out
+
+
+# ------------------------------------------------------------ TCP segments resent per host
+
+def parse_tcp_snmp(text: str) -> dict[str, int]:
+    """``OutSegs`` and ``RetransSegs`` from the text of ``/proc/net/snmp`` (its two ``Tcp:``
+    lines: names, then values); empty where they are missing."""
+    lines = [line.split()[1:] for line in text.splitlines() if line.startswith("Tcp:")]
+    if len(lines) < 2:
+        return {}
+    values = dict(zip(lines[0], lines[1]))
+    try:
+        return {"sent": int(values["OutSegs"]), "resent": int(values["RetransSegs"])}
+    except (KeyError, ValueError):
+        return {}
+
+
+def tcp_segments(cluster: EmulatedCluster) -> dict[str, dict[str, int]]:
+    """Per emulated host, the TCP segments its namespace has sent and resent so far (a host
+    whose counters cannot be read is left out)."""
+    out: dict[str, dict[str, int]] = {}
+    for host in cluster.hosts:
+        path = netns.netns_path(cluster.namespace(host.name))
+        try:
+            text = netns.run(["nsenter", f"--net={path}", "cat", "/proc/net/snmp"])
+        except CommandError:
+            continue
+        counts = parse_tcp_snmp(text)
+        if counts:
+            out[host.name] = counts
+    return out
+
+
+def tcp_resent(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]
+               ) -> dict[str, Any]:
+    """Segments each host sent and resent while the trainers ran, and the largest share
+    resent. The models have no loss (DL fabrics are lossless or ECN-managed), so a run whose
+    emulated links dropped packets is slower than they can be: ASP runs here resent up to
+    1.6% of their segments when the senders' own queues overflowed (docs/models.md), and
+    the wire check cannot see a packet a host dropped before sending it."""
+    hosts: dict[str, dict[str, Any]] = {}
+    for name, end in after.items():
+        start = before.get(name)
+        if start is None:
+            continue
+        sent = end["sent"] - start["sent"]
+        resent = end["resent"] - start["resent"]
+        hosts[name] = {"sent_segments": sent, "resent_segments": resent,
+                       "resent_pct": 100.0 * resent / sent if sent > 0 else 0.0}
+    worst = max((h["resent_pct"] for h in hosts.values()), default=None)
+    return {"hosts": hosts, "max_resent_pct": worst,
+            "note": "TCP segments per emulated host (/proc/net/snmp of its namespace) while "
+                    "the trainers ran; resent = retransmitted after a loss or a timeout"}

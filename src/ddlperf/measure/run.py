@@ -34,7 +34,7 @@ from ddlperf.errors import InputError
 from ddlperf.io import prepare_output_dir, write_atomic
 from ddlperf.measure import cpu_precedence, servers
 from ddlperf.measure.asp_counts import asp_iteration_counts, worker_totals
-from ddlperf.measure.counters import link_counts
+from ddlperf.measure.counters import link_counts, tcp_resent, tcp_segments
 from ddlperf.measure.launcher import (
     RunFailed,
     build_spec,
@@ -291,7 +291,7 @@ def measure(
                 f"(run {net.run_id}, records: {records}); {iterations + warmup} iterations of "
                 f"about {format_duration(step)} each (estimate): "
                 f"~{format_duration((iterations + warmup) * step)} after start-up")
-            counts_before = link_counts(net, links)
+            counts_before, tcp_before = link_counts(net, links), tcp_segments(net)
             try:
                 result = run_emulated(net, spec, spec_path, run_dir, timeout, say)
             except RunFailed as exc:
@@ -300,11 +300,12 @@ def measure(
                                         "error": str(exc)})
                 raise
             durations["training_s"] = result.seconds
-            counts_after = link_counts(net, links)
+            counts_after, tcp_after = link_counts(net, links), tcp_segments(net)
             run_id = net.run_id
     finally:
         durations["total_s"] = time.monotonic() - began
     wire = wire_check(spec, counts_before, counts_after)
+    wire["tcp"] = tcp_resent(tcp_before, tcp_after)
     all_records, skipped = read_records(records)
     context = measurement_context(sc, spec, all_records, probed, single, hosts, wire,
                                   durations, run_dir, run_id, skipped)

@@ -26,7 +26,8 @@ CSV_COLUMNS = [
     "predicted_p5_s",
     "predicted_p95_s", "predicted_throughput", "measured_throughput", "throughput_error_pct",
     "bottleneck_predicted", "bottleneck_measured", "rates", "probe_max_deviation_pct",
-    "host_probe_ms", "steal_pct", "wire_ok", "worst_worker", "worst_worker_error_pct",
+    "host_probe_ms", "steal_pct", "resent_pct", "wire_ok", "worst_worker",
+    "worst_worker_error_pct",
     "worker_errors_pct", "note",
 ]
 
@@ -74,7 +75,7 @@ def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "rates": r.get("inputs", {}).get("rates"),
                 "probe_max_deviation_pct": m.get("probe_max_deviation_pct"),
                 "host_probe_ms": probe_ms(host), "steal_pct": (host or {}).get("steal_pct"),
-                "wire_ok": m.get("wire_ok"),
+                "resent_pct": m.get("resent_pct"), "wire_ok": m.get("wire_ok"),
                 **_worker_columns(p.get("worker_error_pct") or {}),
             })
     return out

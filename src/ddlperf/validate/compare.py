@@ -74,6 +74,8 @@ def compare(plan_info: dict[str, Any], measurement: Prediction,
             "per_worker": _per_worker(measurement),
             "breakdown_s": dict(measurement.breakdown_s),
             "wire_ok": (info.get("wire_check") or {}).get("ok"),
+            "resent_pct": ((info.get("wire_check") or {}).get("tcp") or {}).get(
+                "max_resent_pct"),
             "probe_max_deviation_pct": None if deviation is None else 100 * deviation,
             "ps_update_s_per_byte": info.get("ps_update_s_per_byte"),
             "out": info.get("out"),
