@@ -108,6 +108,13 @@ def test_buffer_bytes_is_time_at_the_rate_above_a_floor():
     assert shaping.buffer_bytes(500 * MBPS, 0.02, floor=1_000_000) == 1_250_000
 
 
+def test_a_socket_may_queue_half_its_hosts_leaf():
+    # TCP's small queues must not let one socket overflow the host's own egress leaf
+    assert shaping.socket_queue_bytes(100 * MBPS, 0.02) == 125_000  # leaf 250 kB
+    assert shaping.socket_queue_bytes(500 * MBPS, 0.02) == 625_000
+    assert shaping.socket_queue_bytes(0.1 * MBPS, 0.02) == shaping.MIN_BUFFER_BYTES // 2
+
+
 # ------------------------------------------------------------------- root tests
 
 
@@ -131,6 +138,10 @@ def test_switch_port_leaves_hold_a_switch_buffer_host_leaves_buffer_s(cluster3):
     egress = _leaf_limits(cluster3.namespace("a"), emulated.HOST_DEV)
     assert port and min(port.values()) == shaping.SWITCH_PORT_BUFFER_BYTES, port
     assert egress and min(egress.values()) == 250_000, egress  # 20 ms at 100 Mbit
+    # and a socket of the host may queue half of it (TCP small queues), so none overflows it
+    out = netns.run(["nsenter", f"--net={netns.netns_path(cluster3.namespace('a'))}",
+                     "sysctl", "-n", "net.ipv4.tcp_limit_output_bytes"])
+    assert int(out) == 125_000
 
 
 @root

@@ -347,6 +347,8 @@ class EmulatedCluster:
             netns.ip(ns, "link", "set", HOST_DEV, "up")
             peers = [self.ip(other.name) for other in self.hosts if other is not host]
             shaping.shape_egress(ns, HOST_DEV, host.uplink_bps, self.buffer_s, peers)
+            netns.sysctl(ns, "net.ipv4.tcp_limit_output_bytes="
+                         f"{shaping.socket_queue_bytes(host.uplink_bps, self.buffer_s)}")
             shaping.shape_ingress(sw, port, host.downlink_bps, peers, self.buffer_s)
             if host.intra_bps:
                 shaping.shape_loopback(ns, host.intra_bps, host.ranks, self.buffer_s)

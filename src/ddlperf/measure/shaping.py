@@ -42,6 +42,21 @@ def buffer_bytes(rate_bps: float, buffer_s: float, floor: int = MIN_BUFFER_BYTES
     return max(floor, int(rate_bps / 8.0 * buffer_s))
 
 
+def socket_queue_bytes(rate_bps: float, buffer_s: float) -> int:
+    """How much of one socket's data TCP's small queues may put into a host's shaped egress
+    (``net.ipv4.tcp_limit_output_bytes`` of the host's namespace): half its leaf, so that no
+    socket overflows it.
+
+    A real host keeps about a millisecond of a socket's data in its qdisc (TSQ at the pacing
+    rate) and its NIC never makes it overflow. Here the veth is infinitely fast and the HTB
+    releases bursts, so BBR's bandwidth estimate runs at 2.7–7 Gbit/s on 100–400 Mbit links
+    (``ss -ti``) and TSQ let a socket queue up to the kernel's 4 MB into a 20 ms leaf: ASP runs
+    resent up to 1.9% of their segments, dropped by their own hosts (BSP and all-reduce runs
+    none), and measured 5–9% slower than with no loss (ps-asp-4w-2s 0.71–0.74 s, lossless
+    0.68 s; docs/models.md). The models, and the fabrics DL clusters run on, have no loss."""
+    return max(MIN_BUFFER_BYTES // 2, buffer_bytes(rate_bps, buffer_s) // 2)
+
+
 def _bits(rate_bps: float) -> str:
     return f"{max(1, round(rate_bps))}bit"
 
