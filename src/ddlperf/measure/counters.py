@@ -130,8 +130,9 @@ def tcp_resent(before: dict[str, dict[str, int]], after: dict[str, dict[str, int
     """Segments each host sent and resent while the trainers ran, and the largest share
     resent. The models have no loss (DL fabrics are lossless or ECN-managed), so a run whose
     emulated links dropped packets is slower than they can be: ASP runs here resent up to
-    1.6% of their segments when the senders' own queues overflowed (docs/models.md), and
-    the wire check cannot see a packet a host dropped before sending it."""
+    1.9% of their segments when the senders' own queues overflowed, before each host's TCP
+    small queues were capped (:func:`ddlperf.measure.shaping.socket_queue_bytes`), and the
+    wire check cannot see a packet a host dropped before sending it."""
     hosts: dict[str, dict[str, Any]] = {}
     for name, end in after.items():
         start = before.get(name)
