@@ -139,8 +139,8 @@ def test_switch_port_leaves_hold_a_switch_buffer_host_leaves_buffer_s(cluster3):
     assert port and min(port.values()) == shaping.SWITCH_PORT_BUFFER_BYTES, port
     assert egress and min(egress.values()) == 250_000, egress  # 20 ms at 100 Mbit
     # and a socket of the host may queue half of it (TCP small queues), so none overflows it
-    out = netns.run(["nsenter", f"--net={netns.netns_path(cluster3.namespace('a'))}",
-                     "sysctl", "-n", "net.ipv4.tcp_limit_output_bytes"])
+    out = netns.run(cluster3.command("a", ["sysctl", "-n", "net.ipv4.tcp_limit_output_bytes"],
+                                     in_cgroup=False))
     assert int(out) == 125_000
 
 

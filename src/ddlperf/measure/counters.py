@@ -114,9 +114,9 @@ def tcp_segments(cluster: EmulatedCluster) -> dict[str, dict[str, int]]:
     whose counters cannot be read is left out)."""
     out: dict[str, dict[str, int]] = {}
     for host in cluster.hosts:
-        path = netns.netns_path(cluster.namespace(host.name))
         try:
-            text = netns.run(["nsenter", f"--net={path}", "cat", "/proc/net/snmp"])
+            text = netns.run(cluster.command(host.name, ["cat", "/proc/net/snmp"],
+                                             in_cgroup=False))
         except CommandError:
             continue
         counts = parse_tcp_snmp(text)
