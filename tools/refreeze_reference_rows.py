@@ -14,6 +14,8 @@ Changes: ``colocated_nics`` (BSP with colocated shards as a fluid network, Decem
 ``rack_links`` (ASP workers meeting at their rack's links, December 2026),
 ``ssp_silent_host`` (SSP holding only a host of every shard, December 2026) and
 ``colocated_async`` (ASP/SSP's queueing network with a station per NIC, December 2026).
+A change of the compute catalog alone moves both predictors alike and is re-frozen whole
+(``tests/predictors/analytic_reference_cases.py``, key ``catalog``), not here.
 """
 
 from __future__ import annotations
@@ -125,7 +127,9 @@ def main(change: str, write: bool) -> int:
                 bad += 1
                 continue
             inputs = {k: point[k] for k in axes}
-            simulated = predict(**fixed, **inputs, method="simulate").iteration_time_s
+            # the sweep's normalised point (an all-reduce row carries ps 0, not the fixed count)
+            given = {**fixed, **{k: point[k] for k in (*fixed, *axes) if k in point}}
+            simulated = predict(**given, method="simulate").iteration_time_s
             before = dict(zip(old["columns"][was[0]], was[1:]))["iteration_time_s"]
             after = point["iteration_time_s"]
             nearer = abs(after - simulated) <= abs(before - simulated) + same * simulated

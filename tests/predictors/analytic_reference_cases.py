@@ -1,9 +1,10 @@
 """Sweep grids whose analytic rows were frozen before the batched-path speed work (issue 12).
 
 ``python -m tests.predictors.analytic_reference_cases COMMIT`` (from the repository root, with
-the code to freeze first on ``PYTHONPATH``) rewrites ``data/analytic_reference.json``: every
-row of every grid below, as ``ddlperf.sweep.sweep`` returns it (as a table), plus the batched
-model's rows for step-barrier templates (a strategy the sweep axes cannot express).
+the code to freeze first on ``PYTHONPATH``) rewrites ``data/analytic_reference.json``, keeping
+its notes: every row of every grid below, as ``ddlperf.sweep.sweep`` returns it (as a table),
+plus the batched model's rows for step-barrier templates (a strategy the sweep axes cannot
+express).
 ``test_analytic_reference`` compares today's code with them to 1e-9 (relative); bottlenecks
 and errors must be equal.
 
@@ -166,4 +167,8 @@ def freeze(commit: str) -> dict[str, Any]:
 
 if __name__ == "__main__":
     DATA.parent.mkdir(exist_ok=True)
-    DATA.write_text(json.dumps(freeze(sys.argv[1]), separators=(",", ":")) + "\n")
+    # the notes of earlier re-freezes (every key that is not data) say why rows moved: keep them
+    notes = json.loads(DATA.read_text()) if DATA.exists() else {}
+    frozen = freeze(sys.argv[1])
+    frozen.update({k: v for k, v in notes.items() if k not in frozen})
+    DATA.write_text(json.dumps(frozen, separators=(",", ":")) + "\n")

@@ -89,6 +89,24 @@ def test_kernel_model_prices_a_conv_by_its_class() -> None:
     assert workload.update_s_per_byte == pytest.approx(5 / (900e9 * 0.83))
 
 
+@pytest.mark.parametrize("depth", [50, 101, 152])
+def test_resnet_v1_strides_in_the_first_1x1_of_a_downsampling_block(depth: int) -> None:
+    """TensorFlow's ResNet v1 against torchvision's layout: same parameters, the downsampling
+    1×1 at a quarter of its FLOPs and the 3×3 beside it at stride 1 (a Winograd kernel)."""
+    assert zoo.info(f"resnet{depth}_v1")["parameters"] == zoo.info(f"resnet{depth}")["parameters"]
+    layers = {layer.name: layer for layer in zoo.load(f"resnet{depth}_v1", batch_size=1).layers}
+    old = {layer.name: layer for layer in zoo.load(f"resnet{depth}", batch_size=1).layers}
+    for stage in ("layer2", "layer3", "layer4"):
+        assert layers[f"{stage}.0.conv1"].flops * 4 == old[f"{stage}.0.conv1"].flops
+        assert layers[f"{stage}.0.conv2"].flops == old[f"{stage}.0.conv2"].flops
+        classes = {k[1] for k in layers[f"{stage}.0.conv2"].kernels if k[0] == "f"}
+        old_classes = {k[1] for k in old[f"{stage}.0.conv2"].kernels if k[0] == "f"}
+        assert "conv3x3" in classes and "conv3x3" not in old_classes
+    k80 = device_from_spec("K80")
+    assert (zoo.load(f"resnet{depth}_v1", batch_size=32, device=k80).compute_s
+            < zoo.load(f"resnet{depth}", batch_size=32, device=k80).compute_s)
+
+
 def test_batch_scales_work_linearly() -> None:
     small, large = zoo.load("resnet18", batch_size=1), zoo.load("resnet18", batch_size=10)
     assert large.flops == pytest.approx(10 * small.flops)
@@ -163,7 +181,7 @@ def test_shipped_file_is_small_and_tagged() -> None:
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "resnet50_v1"])
 def test_shipped_entry_matches_regeneration(name: str) -> None:
     """Guards against drift between torch_models.py / layer_flops.py and data/zoo.json."""
     pytest.importorskip("torch")

@@ -66,6 +66,23 @@ def _resnext101_32x4d() -> nn.Module:
     return ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=4)
 
 
+def _resnet_v1(depth: int) -> Callable[[], nn.Module]:
+    """ResNet v1 as He et al. and TensorFlow's tf_cnn_benchmarks build it: a downsampling
+    block strides in its first 1×1 convolution, not in its 3×3 one (torchvision's "v1.5"), so
+    its 3×3 runs at stride 1 on the smaller map (fewer FLOPs, and a Winograd-eligible kernel)."""
+    def build() -> nn.Module:
+        import torchvision
+
+        model = getattr(torchvision.models, f"resnet{depth}")(weights=None)
+        for stage in (model.layer2, model.layer3, model.layer4):
+            first = stage[0]
+            first.conv1.stride = (2, 2)
+            first.conv2.stride = (1, 1)
+        return model
+
+    return build
+
+
 def _bert() -> nn.Module:
     from transformers import BertConfig, BertForPreTraining
 
@@ -102,6 +119,17 @@ SPECS: dict[str, ModelSpec] = {
         _image("resnet50"),
         _image("resnet101"),
         _image("resnet152"),
+        *(ModelSpec(
+            name=f"resnet{depth}_v1",
+            source=f"torchvision.models.resnet{depth}(weights=None) with each downsampling "
+                   "block's stride moved from conv2 (3x3) to conv1 (1x1): ResNet v1 as "
+                   "TensorFlow's tf_cnn_benchmarks builds it",
+            task="image-classification",
+            kind="image",
+            input={"shape": [3, 224, 224]},
+            default_batch_size=32,
+            builder=_resnet_v1(depth),
+        ) for depth in (50, 101, 152)),
         _image("resnext50_32x4d"),
         _image("resnext101_32x8d"),
         ModelSpec(
