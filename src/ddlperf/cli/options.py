@@ -143,7 +143,7 @@ SCENARIO_FLAGS: tuple[Flag, ...] = (
     Flag("grad_dtype", "dtype gradients are exchanged in", choices=("fp32", "tf32", "fp16", "bf16"),
          commands=_PREDICTIONS, defaults=_on_predictions("--dtype")),
     Flag("accumulation", "micro-batches per synchronisation (gradient accumulation)", kind=int,
-         commands=_PREDICTIONS, defaults=_on_predictions("1")),
+         defaults=_on_both("1")),
     Flag("workers", "number of workers", kind=int,
          defaults={"predict": "8", "sweep": "8", "measure": "2"}),
     Flag("ps", "parameter-server shards", kind=int,

@@ -43,6 +43,7 @@ from ddlperf.measure.trainer_common import (
     fault_for,
     init_group,
     maybe_fault,
+    micro_batches,
     rank_table,
     run_rank,
     synchronize,
@@ -78,6 +79,7 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
         model.parameters(), lr=float(spec.get("lr", 0.01)), momentum=float(spec.get("momentum",
                                                                                      0.9)))
     state = {"ready": 0, "last": 0.0, "t": 0}
+    micro = micro_batches(spec)
 
     def on_ready(_p: torch.Tensor) -> None:
         state["ready"] += 1
@@ -100,6 +102,12 @@ def _body(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Statu
         start_wall, start = time.time(), time.perf_counter()
         wire0 = net.read()
         cpu.lap("between")
+        for _ in range(micro - 1):  # gradient accumulation: no all-reduce but after the last
+            with ddp.no_sync():
+                forward_loss(ddp).backward()
+            synchronize(device)
+            state.update(ready=0, last=0.0)
+            status.set("compute", t)
         loss = forward_loss(ddp)
         synchronize(device)
         forward_end = time.perf_counter()

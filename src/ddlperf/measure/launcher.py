@@ -78,6 +78,15 @@ def split_parts(numel: int, shares: np.ndarray) -> list[tuple[int, int, int]]:
     return parts
 
 
+def micro_batch_unattributed(group: Any, micro: int) -> float:
+    """One micro-batch's unattributed seconds. The resolved group prices gradient
+    accumulation as ``micro − 1`` extra micro-batches inside its unattributed step
+    (``scenario.compute_times``); the trainers run those micro-batches for real, layer by
+    layer, so each gets only its own share."""
+    extra = (micro - 1) * float(np.sum(group.forward) + np.sum(group.backward))
+    return max(0.0, (float(group.unattributed_s) - extra) / micro)
+
+
 def build_spec(
     scenario: Scenario,
     *,
@@ -106,6 +115,7 @@ def build_spec(
     label = REAL_LABEL if compute == "real" else EMULATED_LABEL
     forward_cv = [float(layer.forward_cv) for layer in sc.workload.layers]
     backward_cv = [float(layer.backward_cv) for layer in sc.workload.layers]
+    micro = sc.workload.accumulation
     workers = []
     for i in range(sc.worker_count):
         g = sc.group_of(i)
@@ -121,7 +131,7 @@ def build_spec(
             "device_label": f"{device} ({label})", "batch_size": g.batch_size,
             "forward": [float(x) for x in g.forward], "backward": [float(x) for x in g.backward],
             "forward_cv": forward_cv, "backward_cv": backward_cv,
-            "unattributed_s": float(g.unattributed_s),
+            "unattributed_s": micro_batch_unattributed(g, micro),
             "update_s_per_byte": float(g.update_s_per_byte),
         })
     return {
@@ -130,6 +140,7 @@ def build_spec(
         "sync": sc.strategy.effective_sync,
         "staleness": sc.strategy.staleness,
         "overlap": sc.strategy.overlap,
+        "accumulation": micro,
         "bucket_bytes": float(sc.strategy.bucket_bytes),
         "allreduce": sc.strategy.allreduce,
         "local_aggregation": bool(sc.strategy.local_aggregation and sc.multi_gpu),

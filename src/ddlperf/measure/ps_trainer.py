@@ -54,6 +54,7 @@ from ddlperf.measure.trainer_common import (
     fault_for,
     init_group,
     maybe_fault,
+    micro_batches,
     rank_table,
     run_rank,
     shard_rank,
@@ -103,6 +104,10 @@ class DirectExchange:
         """Nothing runs in the background."""
 
 
+def _nothing(*_args: Any) -> None:
+    """A micro-batch before the last neither pushes nor posts pulls."""
+
+
 def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: Status) -> None:
     table = rank_table(spec)
     worker = spec["workers"][me["index"]]
@@ -115,6 +120,7 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
         exchange = DirectExchange(spec, me, compute)
     forward_order = spec["forward_order"]
     overlap = bool(spec["overlap"])
+    micro = micro_batches(spec)
     net = NetCounter(os.environ.get("GLOO_SOCKET_IFNAME"))
     fault = fault_for(me["name"])
     first_layer = spec["tensors"][forward_order[0]]["layer"]
@@ -171,8 +177,13 @@ def run_worker(spec: dict[str, Any], me: dict[str, Any], rec: Recorder, status: 
         status.set("compute", t)
         cpu_s = cpu.lap("before")
         step_began = time.perf_counter()
+        # gradient accumulation: the first micro-batches wait for version t's parameters and
+        # accumulate gradients; only the last one pushes and posts the next pulls
+        earlier = [compute.step(wait_pull, _nothing, _nothing) for _ in range(micro - 1)]
         timings = compute.step(wait_pull, exchange.push if overlap else deferred.append,
                                after_forward)
+        for part in earlier:  # forward_s / backward_s: summed over the micro-batches
+            timings = {k: v + part.get(k, 0.0) for k, v in timings.items()}
         step_s = time.perf_counter() - step_began
         cpu_s.update(cpu.lap("step"))
         in_step_wait = waited[0]

@@ -72,14 +72,16 @@ def resolve_scenario(
     batch_size: int | None, device: str | None, workers: int | None, ps: int | None,
     placement: str | None, arch: str, sync: str, staleness: int | None, sharding: str,
     overlap: bool, bucket_size: str | float | None, bandwidth: str | float | None,
-    latency: str | float | None, **servers: Any,
+    latency: str | float | None, accumulation: int | None = None, **servers: Any,
 ) -> Scenario:
-    """The scenario as ``predict`` resolves it; ``servers``: ``gpus_per_node``, ``intra``,
-    ``nics``, ``rack_size``, ``rack_uplink`` (cluster) and ``allreduce``,
-    ``local_aggregation`` (strategy), as :func:`ddlperf.api.predict` takes them."""
+    """The scenario as ``predict`` resolves it; ``accumulation``: micro-batches per
+    synchronisation; ``servers``: ``gpus_per_node``, ``intra``, ``nics``, ``rack_size``,
+    ``rack_uplink`` (cluster) and ``allreduce``, ``local_aggregation`` (strategy), as
+    :func:`ddlperf.api.predict` takes them."""
     if model is None and workload is None:
         model = DEFAULT_MODEL
-    the_workload = make_workload(model, workload, batch_size, device)
+    the_workload = make_workload(model, workload, batch_size, device,
+                                 accumulation=accumulation)
     allreduce = servers.pop("allreduce", None) or "ring"
     aggregation = bool(servers.pop("local_aggregation", None))
     servers = {k: v for k, v in servers.items() if v is not None}
@@ -202,6 +204,7 @@ def measure(
     allreduce: str | None = None,
     local_aggregation: bool | None = None,
     backend: str = "gloo",
+    accumulation: int | None = None,
 ) -> Prediction:
     """Run one scenario for real on an emulated cluster; return its Measurement.
 
@@ -213,6 +216,8 @@ def measure(
     ``cpu_quota``: host name → share of one core (cgroup), e.g. ``{"w1": 0.5}``; on servers a
     host is a server (``node1``), all its ranks in the quota, and a rank (``node1/gpu0``) is
     that rank alone (:mod:`ddlperf.measure.rank_quotas`).
+    ``accumulation``: micro-batches per synchronisation, each computed for real (DDP's
+    ``no_sync``; a PS worker pushes after the last), as ``predict`` prices them.
     Servers and racks (``gpus_per_node`` … ``local_aggregation``) as in ``predict``; see
     :mod:`ddlperf.measure.servers` for how they are emulated. ``backend``: gloo (nccl needs
     CUDA GPUs, which the emulated cluster has not).
@@ -225,8 +230,8 @@ def measure(
     check_backend(backend, "emulated", strategy.arch if strategy is not None else arch)
     sc = resolve_scenario(model, workload, cluster, strategy, batch_size, device, workers, ps,
                           placement, arch, sync, staleness, sharding, overlap, bucket_size,
-                          bandwidth, latency, gpus_per_node=gpus_per_node, intra=intra,
-                          nics=nics, rack_size=rack_size, rack_uplink=rack_uplink,
+                          bandwidth, latency, accumulation, gpus_per_node=gpus_per_node,
+                          intra=intra, nics=nics, rack_size=rack_size, rack_uplink=rack_uplink,
                           allreduce=allreduce, local_aggregation=local_aggregation)
     model_name = model_for_real(sc, model) if compute == "real" else None
     if compute == "real":

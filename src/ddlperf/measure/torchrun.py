@@ -49,7 +49,7 @@ NIC_TOLERANCE = 0.10  # a NIC must have carried at least 90% of the payload
 SCENARIO_KEYS = ("workload", "cluster", "strategy", "batch_size", "device", "workers", "ps",
                  "placement", "arch", "sync", "staleness", "sharding", "overlap",
                  "bucket_size", "bandwidth", "latency", "gpus_per_node", "intra", "nics",
-                 "rack_size", "rack_uplink", "allreduce", "local_aggregation")
+                 "rack_size", "rack_uplink", "allreduce", "local_aggregation", "accumulation")
 
 
 def records_file(host: str) -> str:

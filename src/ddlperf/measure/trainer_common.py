@@ -117,6 +117,12 @@ def total_iterations(spec: dict[str, Any], worker: int | None = None) -> int:
     return int(spec["warmup"]) + int(spec["iterations"] if own is None else own)
 
 
+def micro_batches(spec: dict[str, Any]) -> int:
+    """Micro-batches per iteration (gradient accumulation): all but the last compute and
+    accumulate gradients without communicating."""
+    return int(spec.get("accumulation", 1))
+
+
 # ----------------------------------------------------------------------------- records
 
 

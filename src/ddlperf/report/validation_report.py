@@ -150,6 +150,8 @@ def setup_text(setup: dict[str, Any]) -> str:
         parts.append(f"PS {format_bandwidth(float(setup['ps_bandwidth_bps']))}")
     if setup.get("parameter_bytes"):
         parts.append(format_size(float(setup["parameter_bytes"]), 3))
+    if setup.get("accumulation"):
+        parts.append(f"{setup['accumulation']} micro-batches")
     parts.append(str(setup.get("compute", "?")))
     speeds = [s for s in setup.get("speeds") or [] if s != 1.0]
     if speeds:

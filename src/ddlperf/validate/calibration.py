@@ -91,7 +91,9 @@ def profile_real(plan: Plan, path: Path) -> Workload:
     # measure() runs the zoo model named in provenance["model"]; keep the builder text too.
     provenance.update(model=plan.model, model_source=provenance.get("model"),
                       profiled_for="ddlperf validate (same session as the measurement)")
-    workload = workload.with_updates(provenance=provenance)
+    # the profile is one micro-batch; the scenario's accumulation applies on top of it
+    workload = workload.with_updates(provenance=provenance,
+                                     accumulation=plan.workload.accumulation)
     workload.save(path)
     return workload
 

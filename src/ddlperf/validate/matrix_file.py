@@ -107,6 +107,8 @@ class Params(BaseModel):
     sharding: Literal["round_robin", "greedy", "even"] | None = None
     overlap: bool | None = None
     bucket_size: str | float | None = None
+    accumulation: int | None = Field(default=None, ge=1,
+                                     description="micro-batches per synchronisation")
     bandwidth: str | float | None = None
     latency: str | float | None = None
     cluster: dict[str, Any] | None = None

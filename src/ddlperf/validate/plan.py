@@ -76,6 +76,8 @@ class Plan:
             "model": self.model or self.workload.name,
             "parameter_bytes": float(self.workload.parameter_bytes),
             "batch_size": self.workload.batch_size, "speeds": speeds,
+            "accumulation": self.workload.accumulation if self.workload.accumulation > 1
+            else None,
             "cpu_quota": dict(self.cpu_quota) or None,
             "gpus_per_node": max(g.gpus for g in groups) if c.nodes else None,
             "servers": c.server_count if c.nodes else None,
@@ -198,6 +200,8 @@ def plan_scenario(params: dict[str, Any], *, name: str, index: int,
             path = Path(params["workload"])
             workload = load_workload(path if path.is_absolute() else base_dir / path,
                                      field="workload")
+    if params.get("accumulation") is not None:  # trainers and predictors both read it here
+        workload = workload.with_updates(accumulation=int(params["accumulation"]))
     strategy = make_strategy(params["arch"], params["sync"], params.get("staleness"),
                              params["sharding"], params["overlap"], params.get("bucket_size"),
                              params.get("allreduce") or "ring",
