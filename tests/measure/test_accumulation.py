@@ -23,6 +23,7 @@ from ddlperf.measure.launcher import build_spec
 from ddlperf.measure.records import read_records
 from ddlperf.measure.run import measure, resolve_scenario
 from ddlperf.measure.torchrun import torchrun_plan
+from ddlperf.report.validation_report import setup_text
 from ddlperf.validate.plan import plan_matrix
 from tests.conftest import leftovers, netns_skip_reason
 
@@ -90,6 +91,8 @@ def test_a_matrix_scenario_sets_it_for_the_run_and_the_prediction(tmp_path: Path
     assert [p.workload.accumulation for p in plans] == [3, 1]
     assert plans[0].describe()["accumulation"] == 3 and plans[1].describe()["accumulation"] \
         is None
+    assert "3 micro-batches" in setup_text(plans[0].describe())
+    assert "micro-batches" not in setup_text(plans[1].describe())
     path.write_text("scenarios:\n  - {name: acc0, workload: w.json, accumulation: 0}\n")
     with pytest.raises(InputError, match="accumulation"):
         plan_matrix(path)
@@ -140,3 +143,18 @@ def test_micro_batches_are_computed_and_synchronised_once(tmp_path: Path, arch: 
     assert abs(error) < 0.15
     # and the k − 1 extra passes are not hidden behind the exchange
     assert m.iteration_time_s > one.iteration_time_s + 0.8 * (k - 1) * PASS_S
+
+
+def test_real_compute_runs_micro_batches_of_the_workloads_batch() -> None:
+    """The resolved group counts samples per iteration (k micro-batches); the model runs one
+    micro-batch at a time (a batch k times too big made a real ring row 2× slow)."""
+    torch = pytest.importorskip("torch")
+    from ddlperf.measure.compute import build_real
+
+    sc = resolve_scenario("mobilenet_v2", None, None, None, 4, None, 2, 0, None, "allreduce",
+                          "bsp", None, "round_robin", True, None, "100Mbps", None, 3)
+    spec = build_spec(sc, compute="real", iterations=1, warmup=0, model="mobilenet_v2")
+    assert [(w["batch_size"], w["micro_batch_size"]) for w in spec["workers"]] == [(12, 4)] * 2
+    _model, inputs, target, _loss = build_real(spec, spec["workers"][0])
+    assert isinstance(inputs[0], torch.Tensor) and inputs[0].shape[0] == 4
+    assert target.shape[0] == 4

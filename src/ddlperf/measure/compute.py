@@ -203,7 +203,8 @@ def build_real(spec: dict[str, Any], worker: dict[str, Any], device: str = "cpu"
     torch.manual_seed(int(spec.get("seed", 0)))
     model_spec = torch_models.spec(spec["model"])
     model = model_spec.build()
-    inputs, target = torch_models.make_batch(model_spec, int(worker["batch_size"]))
+    micro_batch = worker.get("micro_batch_size", worker["batch_size"])  # accumulation
+    inputs, target = torch_models.make_batch(model_spec, int(micro_batch))
     if device != "cpu":
         model = model.to(device)
         inputs = [x.to(device) for x in inputs]
@@ -315,16 +316,18 @@ def ddp_module(spec: dict[str, Any], worker: dict[str, Any], device: str = "cpu"
 
 def single_run(spec: dict[str, Any], worker_index: int, iterations: int, warmup: int,
                recorder: Recorder | None = None) -> list[float]:
-    """Real compute alone (no communication): forward, backward, local SGD step per iteration."""
+    """Real compute alone (no communication): forward and backward of every micro-batch, then
+    a local SGD step, per iteration."""
     worker = spec["workers"][worker_index]
+    micro = int(spec.get("accumulation", 1))
     model, inputs, target, loss_fn = build_real(spec, worker)
     optimizer = torch.optim.SGD(model.parameters(), lr=float(spec.get("lr", 0.01)),
                                 momentum=float(spec.get("momentum", 0.9)))
     durations = []
     for t in range(warmup + iterations):
         start_wall, start, cpu0 = time.time(), time.perf_counter(), time.process_time()
-        loss = loss_fn(model(*inputs), target)
-        loss.backward()
+        for _ in range(micro):
+            loss_fn(model(*inputs), target).backward()
         cpu1 = time.process_time()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

@@ -128,7 +128,9 @@ def build_spec(
             "link": g.nic_name("uplink", offset // g.gpus).rsplit(" ", 1)[0],
             "local": offset % g.gpus, "gpus": g.gpus,
             "rack": None if sc.racks is None else sc.racks.of(server),
+            # batch_size: samples per iteration (throughputs); one micro-batch's for the model
             "device_label": f"{device} ({label})", "batch_size": g.batch_size,
+            "micro_batch_size": g.batch_size // micro,
             "forward": [float(x) for x in g.forward], "backward": [float(x) for x in g.backward],
             "forward_cv": forward_cv, "backward_cv": backward_cv,
             "unattributed_s": micro_batch_unattributed(g, micro),
