@@ -268,13 +268,26 @@ def group_compute(
                 notes.append(f"batch {batch} ≠ profiled {workload.batch_size}: times scaled × "
                              f"{ratio:.3g} (linear in batch size)")
                 fwd, bwd, unattributed = fwd * ratio, bwd * ratio, unattributed * ratio
-    if workload.accumulation > 1:
-        unattributed += (workload.accumulation - 1) * (
-            float(fwd.sum() + bwd.sum()) + unattributed)
+    unattributed = with_micro_batches(unattributed, float(fwd.sum() + bwd.sum()),
+                                      workload.accumulation)
     result = (fwd / speed, bwd / speed, unattributed / speed, update / speed)
     cache[key] = (*result, tuple(notes))
     outer_notes.extend(notes)
     return result
+
+
+def with_micro_batches(unattributed_s: float, layers_s: float, micro: int) -> float:
+    """The unattributed step of an iteration of ``micro`` micro-batches: the k − 1 passes
+    before the last (layers plus their own unattributed time) run inside it, between the
+    forward that waits for parameters and the backward that communicates."""
+    return unattributed_s + (micro - 1) * (layers_s + unattributed_s)
+
+
+def micro_batch_unattributed(group: GroupPlan, micro: int) -> float:
+    """One micro-batch's own unattributed seconds (the inverse of
+    :func:`with_micro_batches`): what a trainer that runs every micro-batch waits per pass."""
+    layers_s = float(np.sum(group.forward) + np.sum(group.backward))
+    return max(0.0, (group.unattributed_s - (micro - 1) * layers_s) / micro)
 
 
 def _stream_rate(device: Device) -> float:

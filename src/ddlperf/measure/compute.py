@@ -39,6 +39,7 @@ from ddlperf.measure.trainer_common import (
     Recorder,
     compute_device,
     load_spec,
+    micro_batches,
     single_thread,
     sleep_until,
     torch_dtype,
@@ -319,7 +320,7 @@ def single_run(spec: dict[str, Any], worker_index: int, iterations: int, warmup:
     """Real compute alone (no communication): forward and backward of every micro-batch, then
     a local SGD step, per iteration."""
     worker = spec["workers"][worker_index]
-    micro = int(spec.get("accumulation", 1))
+    micro = micro_batches(spec)
     model, inputs, target, loss_fn = build_real(spec, worker)
     optimizer = torch.optim.SGD(model.parameters(), lr=float(spec.get("lr", 0.01)),
                                 momentum=float(spec.get("momentum", 0.9)))

@@ -43,7 +43,7 @@ from ddlperf.measure.trainer_common import (
     rank_table,
     read_status,
 )
-from ddlperf.scenario import Scenario
+from ddlperf.scenario import Scenario, micro_batch_unattributed
 
 MASTER_PORT = 29500
 STARTUP_GRACE_S = 60.0  # imports, rendezvous and the first iteration get at least this long
@@ -76,15 +76,6 @@ def split_parts(numel: int, shares: np.ndarray) -> list[tuple[int, int, int]]:
             parts.append((k, start, stop - start))
         start = stop
     return parts
-
-
-def micro_batch_unattributed(group: Any, micro: int) -> float:
-    """One micro-batch's unattributed seconds. The resolved group prices gradient
-    accumulation as ``micro − 1`` extra micro-batches inside its unattributed step
-    (``scenario.compute_times``); the trainers run those micro-batches for real, layer by
-    layer, so each gets only its own share."""
-    extra = (micro - 1) * float(np.sum(group.forward) + np.sum(group.backward))
-    return max(0.0, (float(group.unattributed_s) - extra) / micro)
 
 
 def build_spec(
