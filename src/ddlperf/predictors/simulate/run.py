@@ -43,7 +43,6 @@ class RunResult:
     measures: list[UnitMeasure]
     utilization: list[tuple[str, float]]  # share of the measured window each resource was busy
     events: int
-    warmup: int | None = None  # the warm-up this run used, where a settling search chose it
 
 
 def simulate_once(
@@ -79,8 +78,7 @@ def simulate_once(
     span = recorder.end_at - recorder.warm_at
     utilization = model.utilization(span) if span > 0 else []
     rule = _wait_rule(sc)
-    return RunResult(units, measure(recorder, warmup, rule), utilization, net.flows_completed,
-                     warmup)
+    return RunResult(units, measure(recorder, warmup, rule), utilization, net.flows_completed)
 
 
 def _wait_rule(sc: Scenario) -> str:

@@ -32,12 +32,6 @@ from ddlperf.prediction import Prediction
 from ddlperf.predictors.analytic_ps_async import server_pair
 from ddlperf.predictors.simulate.results import assemble_simulated
 from ddlperf.predictors.simulate.run import RunResult, simulate_once
-from ddlperf.predictors.simulate.settling import (
-    next_warmup,
-    settle_limit,
-    settled,
-    settling_notes,
-)
 from ddlperf.predictors.simulate.ssp import (
     PERIODS_AGREE,
     UnitRun,
@@ -204,7 +198,6 @@ def predict_simulate(
     job = _Job(sc, units, warm, iters, cv, seed, noisy, ring_steps,
                phase_ranges(sc, units) if phased else None)
     if phased and not noisy:
-        job.settle_limit = settle_limit(warm, iters, sum(u.count for u in units))
         runs = _phase_draws(job, reps, log, opts["jobs"])
     else:
         # the search's last run is replication 0 with this warm-up (unless it must fill a trace)
@@ -230,8 +223,6 @@ def predict_simulate(
                      "reported, p5/p95 span the runs")
     elif reps > 1:
         notes.append("simulate: deterministic (no jitter), so the replications are one run")
-    if job.settle_limit is not None:
-        notes.extend(settling_notes(runs, warm, job.settle_limit))
     if any(u.count > 1 for u in units):
         biggest = max(u.count for u in units)
         notes.append(f"simulate: identical workers simulated together (up to {biggest} per "
@@ -287,8 +278,7 @@ def _ssp_steady_warmup(
     noisy: bool, ring_steps: str,
 ) -> tuple[int, str | None, RunResult, bool]:
     """SSP is reported in steady state (every worker at the slowest's rate, the faster ones
-    held by the bound): the warm-up is extended until it is (:func:`.ssp.steady_warmup`), and
-    then until the periods have settled (:func:`.settling.settled`).
+    held by the bound): the warm-up is extended until it is (:func:`.ssp.steady_warmup`).
     Returns the warm-up, a note, the run (replication 0) with that warm-up, and whether the
     search ended in a *balance*: workers of different classes at one rate (within
     ``PERIODS_AGREE``) yet a faster one never held. Without noise that can last: e.g. three
@@ -316,16 +306,6 @@ def _ssp_steady_warmup(
 
     warm, steady, gap = steady_warmup(run, warmup, sc.strategy.staleness or 0,
                                       warmup_limit(warmup, iterations))
-    # ... and until the periods have settled (settling.py: fresh5-ssp-identical-4w)
-    limit = settle_limit(warmup, iterations, sum(u.count for u in units))
-    settling = ""
-    if steady and not settled(latest[warm], noisy):
-        while warm < limit and not settled(latest[warm], noisy):
-            warm = next_warmup(warm, iterations, limit)
-            run(warm)
-        settling = (", and the workers' periods have settled" if settled(latest[warm], noisy)
-                    else f"; the periods had not settled at the limit of {limit} (more "
-                    "--iterations allow a longer warm-up)")
     beyond = " (more than their jitter explains)" if noisy else ""
     if not steady:
         balanced = gap <= PERIODS_AGREE and len(set(classes)) > 1
@@ -337,7 +317,7 @@ def _ssp_steady_warmup(
         return warm, (f"simulate: SSP steady state: warm-up extended from {warmup} to {warm} "
                       "iterations, until every worker runs at the slowest's rate"
                       + (" (within the noise of its mean period)" if noisy else "")
-                      + settling), latest[warm], False
+                      ), latest[warm], False
     return warm, None, latest[warm], False
 
 
@@ -399,8 +379,6 @@ class _Job:
         self.jitter, self.seed, self.noisy, self.ring_steps = jitter, seed, noisy, ring_steps
         self.phase_ranges = phase_ranges
         self.pair = sharing_pair(sc, units) if phase_ranges is not None else set()
-        # the longest warm-up a run may grow to until it settles (None: the warm-up as given)
-        self.settle_limit: int | None = None
 
     def starts(self, replication: int) -> list[float] | None:
         """Replication ``replication``'s start times (random phases; None: all at once). Every
@@ -422,21 +400,9 @@ class _Job:
         return [phase[key] * cycle for key, cycle in zip(keys, self.phase_ranges)]
 
     def run(self, replication: int, log: TrackLog | None = None) -> RunResult:
-        """Replication ``replication``; with ``settle_limit`` its warm-up doubles (plus the
-        window) until :func:`settled` or the limit, the trace filled by the last run only."""
-        starts = self.starts(replication)
-        warm = self.warmup
-        while self.settle_limit is not None:
-            trial = simulate_once(self.sc, self.units, warm, self.iterations, self.jitter,
-                                  self.seed, replication, self.noisy, None, self.ring_steps,
-                                  starts)
-            if settled(trial) or warm >= self.settle_limit:
-                if log is None:
-                    return trial
-                break
-            warm = next_warmup(warm, self.iterations, self.settle_limit)
-        return simulate_once(self.sc, self.units, warm, self.iterations, self.jitter,
-                             self.seed, replication, self.noisy, log, self.ring_steps, starts)
+        return simulate_once(self.sc, self.units, self.warmup, self.iterations, self.jitter,
+                             self.seed, replication, self.noisy, log, self.ring_steps,
+                             self.starts(replication))
 
 
 def _phase_draws(job: _Job, reps: int, log: TrackLog | None, jobs: int | None
@@ -467,10 +433,10 @@ def _phase_mean_sure(runs: list[RunResult]) -> bool:
 _SHARED: _Job | None = None  # the job a replication process inherits when it forks
 
 
-def _replica(replication: int) -> tuple[list, list[tuple[str, float]], int, int | None]:
+def _replica(replication: int) -> tuple[list, list[tuple[str, float]], int]:
     """One replication in a worker process; the units go back as the parent's own."""
     result = _SHARED.run(replication)  # type: ignore[union-attr]
-    return result.measures, result.utilization, result.events, result.warmup
+    return result.measures, result.utilization, result.events
 
 
 def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
@@ -511,8 +477,8 @@ def _replicate(job: _Job, reps: int, log: TrackLog | None, jobs: int | None,
                        else job.run(r, log if r == 0 else None))
             pool.drain()  # a helper waits on sending its result until it is read
         for r, ticket in tickets.items():
-            m, u, e, w = pool.result(ticket)
-            runs[r] = RunResult(job.units, m, u, e, w)
+            m, u, e = pool.result(ticket)
+            runs[r] = RunResult(job.units, m, u, e)
     finally:
         pool.close()
         _SHARED = None
