@@ -79,3 +79,20 @@ def test_a_flag_that_does_not_apply_is_a_note(kwargs, needle) -> None:
 def test_a_misspelt_keyword_is_a_type_error_with_a_guess() -> None:
     with pytest.raises(TypeError, match=r"'config'.*did you mean 'cluster'"):
         predict(config={"workers": 2})
+
+
+@pytest.mark.parametrize("kw,flag", [
+    (dict(workers="4"), "--workers"), (dict(workers=True), "--workers"),
+    (dict(ps=[1]), "--ps"), (dict(gpus_per_node="2", workers=4), "--gpus-per-node"),
+    (dict(nics="1", gpus_per_node=2), "--nics"),
+    (dict(rack_size="2", rack_uplink="10Gbps", gpus_per_node=2, workers=8), "--rack-size"),
+])
+def test_a_count_that_is_not_a_number_is_one_clear_error(kw, flag):
+    # the CLI parses its flags; the API used to fail deep inside with a TypeError
+    with pytest.raises(InputError, match=rf"^{flag}: must be a whole number, got "):
+        predict(**kw)
+
+
+def test_a_list_of_worker_groups_for_workers_says_how_to_give_groups():
+    with pytest.raises(InputError, match=r"cluster=\{'workers': \["):
+        predict(workers=[{"count": 2}, {"count": 1, "speed": 0.5}])

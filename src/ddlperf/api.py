@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import inspect
 from functools import lru_cache
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,17 @@ def worker_defaults(
     return {"worker_device": device, "worker_batch": batch_size}
 
 
+def _check_count(flag: str, value: Any) -> None:
+    """A count given to the API must be a number: a list or a string here would otherwise
+    fail deep inside as a TypeError (the CLI parses its flags before they get here)."""
+    if value is None or (isinstance(value, Real) and not isinstance(value, bool)):
+        return
+    hint = ("describe groups of workers with cluster={'workers': [{'count': 2}, "
+            "{'count': 1, 'speed': 0.5}]} or a cluster YAML" if flag == "--workers" and
+            isinstance(value, (list, tuple, dict)) else "give a whole number")
+    raise InputError(flag, f"must be a whole number, got {value!r}", hint)
+
+
 def make_cluster(
     config: Cluster | str | Path | dict[str, Any] | None = None,
     workers: int | None = None,
@@ -148,6 +160,9 @@ def make_cluster(
     workload file, whose times are then rescaled). ``transport`` is a catalog name or a
     per-connection cap (:mod:`ddlperf.transport`).
     """
+    for flag, count in (("--workers", workers), ("--ps", ps), ("--gpus-per-node", gpus_per_node),
+                        ("--nics", nics), ("--rack-size", rack_size)):
+        _check_count(flag, count)
     data, source = _cluster_data(config)
     listed = "workers" if "workers" in data else "nodes" if "nodes" in data else None
     if workers is not None:
