@@ -172,3 +172,20 @@ def test_three_gpus_of_one_server_keep_random_phases():
     p = predict(workload=WL, sync="asp", cluster=cluster, method="simulate", iterations=20,
                 warmup=3)
     assert any("random phase" in n for n in p.notes)
+
+
+def test_the_phase_note_names_the_pair_and_identical_workers_only_where_they_are() -> None:
+    from ddlperf.cluster import Cluster
+
+    def note(**kw):
+        p = predict(workload=WL, sync="asp", bandwidth="200Mbps", method="simulate", **kw)
+        return next(n for n in p.notes if "phase offsets" in n)
+
+    mixed = Cluster.from_dict({"workers": [{"name": "fast", "count": 2},
+                                           {"name": "slow", "count": 1, "speed": 0.5}],
+                               "ps": 1, "bandwidth": "200Mbps"}, field="cluster")
+    assert note(cluster=mixed).startswith("simulate: ASP workers of one group keep")
+    assert "remote workers" not in note(cluster=mixed)
+    assert note(workers=3, ps=1).startswith("simulate: identical ASP workers keep")
+    assert "remote workers" not in note(workers=3, ps=1)
+    assert "the two remote workers of the host" in note(workers=3, ps=1, placement="colocated")

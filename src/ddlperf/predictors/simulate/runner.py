@@ -215,9 +215,12 @@ def predict_simulate(
                      "measured iterations of all replications")
     elif phased:
         kind = "ASP" if sc.strategy.effective_sync == "asp" else "SSP (never held: ASP)"
-        notes.append(f"simulate: identical {kind} workers keep their phase offsets, so each of "
-                     f"{runs_wanted} runs starts every worker (the two remote workers of a "
-                     f"host holding every shard together) at a random phase (seed "
+        who = (f"identical {kind} workers" if len(sc.groups) == 1
+               else f"{kind} workers of one group")
+        pair = (" (the two remote workers of the host holding every shard together)"
+                if job.pair else "")
+        notes.append(f"simulate: {who} keep their phase offsets, so each of "
+                     f"{runs_wanted} runs starts every worker{pair} at a random phase (seed "
                      f"{opts['seed']}; runs are added, up to {max(reps, PHASE_DRAWS)}, until "
                      f"the mean's standard error is below {PHASE_SE:.1%}); the mean is "
                      "reported, p5/p95 span the runs")
