@@ -11,6 +11,12 @@ prediction gets the lockstep figure beside it, lockstep being BSP's schedule of 
 a bound a user can plan with. Every one of the dev matrix's 33 measured ASP rows of identical
 workers took at most it (the most, 0.5% above: noise); one server of three or more GPUs is
 where the two predictors miss most (``fresh13-*``: simulate −34% to +17%).
+
+SSP of identical workers is ASP (its bound never holds anyone), and its measured runs move
+between arrangements as much: four of the seven ``fresh15-*``/``fresh16-*`` SSP rows measured
+twice differed by 10–20% between their two runs (fresh15-ssp3-5w-1s-small 0.567 and 0.682 s).
+All 23 runs of the dev matrix's 18 SSP rows of identical workers took at most the lockstep
+figure (the most, 0.991 of it), so such SSP gets the same note.
 """
 
 from __future__ import annotations
@@ -26,15 +32,18 @@ SAME_WITHIN = 0.02
 
 
 def lockstep_note(sc: Scenario, prediction: Prediction) -> str | None:
-    """The note for ASP with identical workers (one worker group of two or more), None
-    elsewhere or where lockstep would not be more than ``SAME_WITHIN`` slower."""
+    """The note for ASP with identical workers (one worker group of two or more), and SSP
+    of them whose bound never holds anyone (which is ASP); None elsewhere or where lockstep
+    would not be more than ``SAME_WITHIN`` slower."""
     strategy = sc.strategy
-    if strategy.arch != "ps" or strategy.effective_sync != "asp" or len(sc.groups) != 1:
+    if strategy.arch != "ps" or len(sc.groups) != 1 or sc.groups[0].count < 2:
+        return None
+    from ddlperf.predictors.analytic import predict_analytic, ssp_runs_as_asp
+
+    asp = strategy.effective_sync == "asp"
+    if not asp and not (strategy.effective_sync == "ssp" and ssp_runs_as_asp(sc)):
         return None
     group = sc.groups[0]
-    if group.count < 2:
-        return None
-    from ddlperf.predictors.analytic import predict_analytic
 
     bsp = strategy.model_copy(update={"sync": "bsp", "staleness": None})
     lockstep = predict_analytic(replace(sc, strategy=bsp, notes=list(sc.notes))).iteration_time_s
@@ -45,7 +54,9 @@ def lockstep_note(sc: Scenario, prediction: Prediction) -> str | None:
         who = f"the {group.count} GPUs of one server"
     else:
         who = f"{group.count} identical workers"
-    return (f"ASP with {who}: measured runs of such jobs settled in lockstep on some "
+    lead = (f"ASP with {who}" if asp else f"SSP({strategy.staleness}) with {who}, whom its "
+            "bound never holds (so it runs as ASP)")
+    return (f"{lead}: measured runs of such jobs settled in lockstep on some "
             "clusters and apart on others, decided by details ddlperf does not model (such "
             "as the kernel's send buffers; docs/models.md); in lockstep this job takes "
             f"{format_duration(lockstep)} per iteration, "
