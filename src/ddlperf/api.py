@@ -502,11 +502,16 @@ def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any
     if sc.memory:
         prediction.inputs["memory"] = sc.memory
     prediction.notes.extend(notes)
-    from ddlperf.predictors.arrangement import lockstep_note
+    from ddlperf.predictors.arrangement import lockstep_figure, lockstep_note
 
-    lockstep = lockstep_note(sc, prediction)
-    if lockstep:
-        prediction.notes.append(lockstep)
+    lockstep = lockstep_figure(sc, prediction)
+    if lockstep is not None:
+        prediction.arrangement = {
+            "lockstep_iteration_time_s": lockstep,
+            "lockstep_above_pct": 100 * (lockstep / prediction.iteration_time_s - 1)}
+        note = lockstep_note(sc, prediction)
+        if note:
+            prediction.notes.append(note)
     return prediction
 
 

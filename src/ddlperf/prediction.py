@@ -140,6 +140,10 @@ class Prediction:
     # measurements: how sure the mean is (``iteration_time_s``: ``half_width_s`` of its 95%
     # interval, see ddlperf.measure.mean_interval); None for predictions
     uncertainty: dict[str, dict[str, Any]] | None = None
+    # predictions of ASP (or never-held SSP) with identical workers: the job's time in
+    # lockstep, an arrangement measured runs took on some clusters (predictors/arrangement.py);
+    # None elsewhere
+    arrangement: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         workers = self.workers
@@ -153,6 +157,8 @@ class Prediction:
             del data["percentiles"]
         if data["uncertainty"] is None:
             del data["uncertainty"]
+        if data["arrangement"] is None:
+            del data["arrangement"]
         return data
 
     def summary(self) -> dict[str, Any]:

@@ -103,3 +103,32 @@ def test_the_lockstep_figure_leaves_the_scenario_alone():
     p = predict_analytic(sc)
     assert lockstep_note(sc, p)
     assert (sc.notes, sc.strategy) == before
+
+
+@pytest.mark.parametrize("sync", ["asp", "ssp"])
+def test_the_lockstep_figure_is_in_the_prediction_and_its_json(sync):
+    kw = dict(staleness=2) if sync == "ssp" else {}
+    p = predict(sync=sync, **_hosts(3), **kw)
+    (note,) = _note(p)
+    lockstep = p.arrangement["lockstep_iteration_time_s"]
+    assert lockstep == pytest.approx(_lockstep_s(note), rel=1e-3)
+    assert p.arrangement["lockstep_above_pct"] == pytest.approx(
+        100 * (lockstep / p.iteration_time_s - 1))
+    assert p.to_dict()["arrangement"] == p.arrangement
+
+
+def test_no_lockstep_figure_where_there_is_no_note():
+    p = predict(sync="bsp", **_hosts(3))
+    assert p.arrangement is None and "arrangement" not in p.to_dict()
+
+
+def test_the_table_shows_the_lockstep_figure_beside_the_iteration_time():
+    from rich.console import Console
+
+    from ddlperf.report.table import summary_table
+
+    p = predict(sync="asp", **_hosts(3))
+    console = Console(width=120, record=True)
+    console.print(summary_table(p, 120))
+    line = next(x for x in console.export_text().splitlines() if "iteration time" in x)
+    assert "in lockstep" in line

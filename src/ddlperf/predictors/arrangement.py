@@ -31,33 +31,40 @@ from ddlperf.units import format_duration
 SAME_WITHIN = 0.02
 
 
-def lockstep_note(sc: Scenario, prediction: Prediction) -> str | None:
-    """The note for ASP with identical workers (one worker group of two or more), and SSP
-    of them whose bound never holds anyone (which is ASP); None elsewhere or where lockstep
-    would not be more than ``SAME_WITHIN`` slower."""
+def lockstep_figure(sc: Scenario, prediction: Prediction) -> float | None:
+    """The job's iteration time in lockstep (BSP's schedule, seconds) for ASP with identical
+    workers (one worker group of two or more), and SSP of them whose bound never holds anyone
+    (which is ASP); None elsewhere or where lockstep would not be more than ``SAME_WITHIN``
+    slower than ``prediction``."""
     strategy = sc.strategy
     if strategy.arch != "ps" or len(sc.groups) != 1 or sc.groups[0].count < 2:
         return None
     from ddlperf.predictors.analytic import predict_analytic, ssp_runs_as_asp
 
-    asp = strategy.effective_sync == "asp"
-    if not asp and not (strategy.effective_sync == "ssp" and ssp_runs_as_asp(sc)):
+    if strategy.effective_sync != "asp" and not (strategy.effective_sync == "ssp"
+                                                 and ssp_runs_as_asp(sc)):
         return None
-    group = sc.groups[0]
-
     bsp = strategy.model_copy(update={"sync": "bsp", "staleness": None})
     lockstep = predict_analytic(replace(sc, strategy=bsp, notes=list(sc.notes))).iteration_time_s
-    figure = prediction.iteration_time_s
-    if lockstep <= figure * (1 + SAME_WITHIN):
+    return lockstep if lockstep > prediction.iteration_time_s * (1 + SAME_WITHIN) else None
+
+
+def lockstep_note(sc: Scenario, prediction: Prediction) -> str | None:
+    """The note that goes with :func:`lockstep_figure` (None where there is no figure)."""
+    lockstep = lockstep_figure(sc, prediction)
+    if lockstep is None:
         return None
+    strategy, group = sc.strategy, sc.groups[0]
     if group.servers == 1 and group.count >= 3:
         who = f"the {group.count} GPUs of one server"
     else:
         who = f"{group.count} identical workers"
-    lead = (f"ASP with {who}" if asp else f"SSP({strategy.staleness}) with {who}, whom its "
-            "bound never holds (so it runs as ASP)")
+    lead = (f"ASP with {who}" if strategy.effective_sync == "asp" else
+            f"SSP({strategy.staleness}) with {who}, whom its bound never holds (so it runs as "
+            "ASP)")
     return (f"{lead}: measured runs of such jobs settled in lockstep on some "
             "clusters and apart on others, decided by details ddlperf does not model (such "
             "as the kernel's send buffers; docs/models.md); in lockstep this job takes "
             f"{format_duration(lockstep)} per iteration, "
-            f"{100 * (lockstep / figure - 1):.0f}% more than this prediction")
+            f"{100 * (lockstep / prediction.iteration_time_s - 1):.0f}% more than this "
+            "prediction")

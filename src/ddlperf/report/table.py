@@ -40,6 +40,10 @@ def summary_table(p: Prediction, width: int) -> Table:
     if mean and p.iteration_time_s > 0:  # a measurement: how sure its mean is
         sure = f"mean ±{100 * mean['half_width_s'] / p.iteration_time_s:.1f}% (95%)"
         band = f"{sure}, {band}" if band else sure
+    lockstep = (p.arrangement or {}).get("lockstep_iteration_time_s")
+    if lockstep:  # ASP of identical workers: the arrangement measured runs took on some clusters
+        steps = f"in lockstep {format_duration(lockstep)}"
+        band = f"{band}, {steps}" if band else steps
     single = p.single_worker
     total = p.iteration_time_s
     rows = [
