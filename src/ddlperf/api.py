@@ -509,7 +509,7 @@ def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any
         prediction.arrangement = {
             "lockstep_iteration_time_s": lockstep,
             "lockstep_above_pct": 100 * (lockstep / prediction.iteration_time_s - 1)}
-        note = lockstep_note(sc, prediction)
+        note = lockstep_note(sc, prediction, lockstep)
         if note:
             prediction.notes.append(note)
     return prediction

@@ -76,8 +76,9 @@ def test_summarize_merges_every_host_into_a_measurement(ps_run: Path) -> None:
     assert data["kind"] == "measurement" and data["method"] == "measured"
     assert data["inputs"]["measure"]["launcher"] == "torchrun"
     # the same keys as a prediction, so validate and reports treat both alike
-    # (``uncertainty`` needs 10 steady iterations per worker; this run has fewer)
-    assert set(Prediction.__dataclass_fields__) - {"uncertainty"} <= set(data)
+    # (``uncertainty`` needs 10 steady iterations per worker, this run has fewer;
+    # ``arrangement`` is only a prediction's)
+    assert set(Prediction.__dataclass_fields__) - {"uncertainty", "arrangement"} <= set(data)
     assert [w["name"] for w in data["workers"]] == ["w0", "w1"]
     # every step has at least the emulated device time: 3 × (4 + 8) ms
     assert all(w["compute_s"] >= 0.036 for w in data["workers"])

@@ -49,9 +49,12 @@ def lockstep_figure(sc: Scenario, prediction: Prediction) -> float | None:
     return lockstep if lockstep > prediction.iteration_time_s * (1 + SAME_WITHIN) else None
 
 
-def lockstep_note(sc: Scenario, prediction: Prediction) -> str | None:
-    """The note that goes with :func:`lockstep_figure` (None where there is no figure)."""
-    lockstep = lockstep_figure(sc, prediction)
+def lockstep_note(sc: Scenario, prediction: Prediction,
+                  lockstep: float | None = None) -> str | None:
+    """The note that goes with :func:`lockstep_figure` (``lockstep``: that figure where the
+    caller has it; None where there is no figure)."""
+    if lockstep is None:
+        lockstep = lockstep_figure(sc, prediction)
     if lockstep is None:
         return None
     strategy, group = sc.strategy, sc.groups[0]
