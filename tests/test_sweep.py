@@ -316,3 +316,71 @@ def test_default_jobs_depend_on_the_path(monkeypatch):
     assert min_points_per_job(axes, "analytic", cluster="c.yaml") == MIN_POINTS_PER_JOB
     monkeypatch.setattr("ddlperf.sweep.BATCH", False)
     assert min_points_per_job(axes, "analytic") == MIN_POINTS_PER_JOB
+
+
+def _toy_workload(tmp_path, cv=0.0):
+    path = tmp_path / f"toy{cv}.json"
+    path.write_text(json.dumps({
+        "format": "ddlperf.workload/1", "name": "toy", "batch_size": 32, "device": "V100",
+        "layers": [{"name": f"l{k}", "forward_s": 0.004, "backward_s": 0.008,
+                    "forward_cv": cv, "backward_cv": cv,
+                    "tensors": [{"name": f"l{k}.weight", "bytes": 2_000_000}]}
+                   for k in range(6)]}))
+    return str(path)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("cv", [0.0, 0.1])
+def test_lockstep_figures_equal_single_predictions(batched, cv, tmp_path, monkeypatch):
+    """Every sweep row carries the lockstep figure a single prediction has (ASP and SSP that
+    runs as ASP of identical workers; None elsewhere), on both paths and with compute noise
+    (where lockstep itself cannot be batched)."""
+    monkeypatch.setattr("ddlperf.sweep.BATCH", batched)
+    workload = _toy_workload(tmp_path, cv)
+    axes = {"sync": ["bsp", "asp", "ssp"], "workers": [1, 2, 6], "bandwidth": ["1Gbps", "10Gbps"],
+            "staleness": [0, 3]}
+    rows = sweep(axes, workload=workload, ps=2)
+    figures = 0
+    for row in rows:
+        assert row["error"] is None, row["error"]
+        p = predict(workload=workload, ps=2, sync=row["sync"], workers=row["workers"],
+                    bandwidth=row["bandwidth"], staleness=row.get("staleness"))
+        assert row["iteration_time_s"] == pytest.approx(p.iteration_time_s, rel=1e-12)
+        expected = (p.arrangement or {}).get("lockstep_iteration_time_s")
+        if expected is None:
+            assert row["lockstep_iteration_time_s"] is None, row
+        else:
+            figures += 1
+            assert row["lockstep_iteration_time_s"] == pytest.approx(expected, rel=1e-12)
+    # ASP at 2 and 6 workers on both rates at least; BSP and one worker never
+    assert figures >= 4
+    assert all(r["lockstep_iteration_time_s"] is None for r in rows
+               if r["sync"] == "bsp" or r["workers"] == 1)
+
+
+def test_lockstep_column_in_csv_json_and_reports(tmp_path):
+    out_csv, page = tmp_path / "s.csv", tmp_path / "s.html"
+    result = runner.invoke(app, ["sweep", "--model", "resnet18", "--workers", "4,8",
+                                 "--sync", "asp,bsp", "--csv", str(out_csv), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    asp = [r for r in rows if r["sync"] == "asp"]
+    assert all(r["lockstep_iteration_time_s"] > r["iteration_time_s"] for r in asp)
+    assert all(r["lockstep_iteration_time_s"] is None for r in rows if r["sync"] == "bsp")
+    with out_csv.open() as handle:
+        header = next(csv.reader(handle))
+    assert header[-2:] == ["lockstep_iteration_time_s", "error"]
+    # the report reads it back as a result, not as a swept axis
+    result = runner.invoke(app, ["report", "--sweep", str(out_csv), "--out", str(page)])
+    assert result.exit_code == 0, result.output
+    assert "4 rows over model × workers × sync<" in page.read_text()
+
+
+def test_sweep_rows_of_older_versions_without_the_lockstep_column_still_report(tmp_path):
+    out_csv, page = tmp_path / "old.csv", tmp_path / "old.html"
+    out_csv.write_text("workers,iteration_time_s,throughput_samples_per_s,speedup,"
+                       "scaling_efficiency,bottleneck,error\n"
+                       "2,0.1,640,1.9,0.95,compute,\n4,0.1,1280,3.8,0.95,compute,\n")
+    result = runner.invoke(app, ["report", "--sweep", str(out_csv), "--out", str(page)])
+    assert result.exit_code == 0, result.output
+    assert "lockstep" not in page.read_text()

@@ -503,11 +503,12 @@ def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any
         prediction.inputs["memory"] = sc.memory
     prediction.notes.extend(notes)
     from ddlperf.predictors.arrangement import lockstep_figure, lockstep_note
+    from ddlperf.result_keys import LOCKSTEP_KEY
 
     lockstep = lockstep_figure(sc, prediction)
     if lockstep is not None:
         prediction.arrangement = {
-            "lockstep_iteration_time_s": lockstep,
+            LOCKSTEP_KEY: lockstep,
             "lockstep_above_pct": 100 * (lockstep / prediction.iteration_time_s - 1)}
         note = lockstep_note(sc, prediction, lockstep)
         if note:

@@ -29,6 +29,7 @@ from ddlperf.api import (
     worker_defaults,
 )
 from ddlperf.errors import InputError
+from ddlperf.result_keys import LOCKSTEP_KEY
 from ddlperf.scenario import resolve
 from ddlperf.units import ImplausibleValueWarning
 
@@ -44,6 +45,9 @@ _STRATEGY_KEYS = ("arch", "sync", "staleness", "sharding", "overlap", "bucket_si
                   "allreduce", "local_aggregation", "step_barrier")
 RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",
                "bottleneck")
+# ASP (and SSP that runs as ASP) of identical workers: the job in lockstep, seconds; None on
+# other rows (predictors/arrangement.py). Rows of older versions do not have it.
+OUTPUT_KEYS = (*RESULT_KEYS, LOCKSTEP_KEY)
 # Below this many points a process pool costs more than it saves (points predicted one by one,
 # ~1 ms each; also the floor for an explicit ``jobs``).
 MIN_POINTS_PER_JOB = 200
@@ -192,14 +196,54 @@ def _predict_points(
         batch[2].append(workers)
         batch[3].append(values)
     if batches:
-        from ddlperf.predictors.analytic_batch import predict_batches
-
-        results = predict_batches([(template, workers, values)
-                                   for template, _i, workers, values in batches.values()])
-        for (_t, indices, _w, _v), batch_results in zip(batches.values(), results):
-            for i, result in zip(indices, batch_results):
-                rows[i] = {**points[i], **dict(zip(RESULT_KEYS, result)), "error": None}
+        for i, row in _predict_batched(list(batches.values()), points, fixed, state):
+            rows[i] = row
     return rows  # type: ignore[return-value]
+
+
+Batch = tuple[Any, list[int], list[int], list[tuple[float, ...]]]
+
+
+def _predict_batched(
+    batches: list[Batch], points: Sequence[dict[str, Any]], fixed: dict[str, Any],
+    state: _State,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(point index, row) of every batched point. Batches of ASP/SSP also get the same
+    points in lockstep (BSP's schedule) in the same call, which shares its BSP periods with
+    SSP's; where lockstep itself cannot be batched (compute noise under BSP's barrier) the
+    figure is computed point by point, as a single prediction computes it."""
+    from ddlperf.predictors.analytic_batch import batch_key, predict_batches
+    from ddlperf.predictors.arrangement import above_prediction, lockstep_scenario
+
+    jobs = [(template, workers, values) for template, _i, workers, values in batches]
+    locked: dict[int, int | None] = {}  # batch → its lockstep job (None: point by point)
+    for n, (template, _i, workers, values) in enumerate(batches):
+        if _may_lock(template) and max(workers) >= 2:
+            lockstep = lockstep_scenario(template)
+            if batch_key(lockstep) is None:
+                locked[n] = None
+            else:
+                locked[n] = len(jobs)
+                jobs.append((lockstep, workers, values))
+    results = predict_batches(jobs)
+    for n, (_t, indices, workers, _v) in enumerate(batches):
+        job = locked.get(n, -1)
+        for k, (i, result) in enumerate(zip(indices, results[n])):
+            figure = None
+            if job != -1 and workers[k] >= 2:
+                # one group of identical workers: SSP runs as ASP exactly where it is not
+                # capped at BSP's period, so the rule is the same for both
+                figure = (_lockstep_one({**fixed, **points[i]}, state, result[0])
+                          if job is None else above_prediction(results[job][k][0], result[0]))
+            yield i, {**points[i], **dict(zip(RESULT_KEYS, result)), LOCKSTEP_KEY: figure,
+                      "error": None}
+
+
+def _may_lock(template: Any) -> bool:
+    """Whether a batch template's points may get a lockstep figure (they are one group of
+    identical workers; :func:`~ddlperf.predictors.arrangement.has_lockstep_figure`)."""
+    strategy = template.strategy
+    return strategy.arch == "ps" and strategy.effective_sync in ("asp", "ssp")
 
 
 # Cache entries (templates, clusters, workloads, …) a process keeps for one sweep; when they
@@ -396,17 +440,31 @@ def _cluster_keywords(spec: dict[str, Any]) -> dict[str, Any]:
     return keywords
 
 
+def _scenario(spec: dict[str, Any], state: _State) -> Any:
+    """The resolved scenario of one point (InputError where it is impossible)."""
+    workload, strategy = _workload_and_strategy(spec, state)
+    cluster = make_cluster(spec.get("cluster"), spec.get("workers"), spec.get("ps"),
+                           spec.get("bandwidth"), spec.get("latency"),
+                           spec.get("goodput"), spec.get("placement"), strategy.arch,
+                           **_cluster_keywords(spec))
+    return resolve(workload, cluster, strategy)
+
+
+def _lockstep_one(spec: dict[str, Any], state: _State, iteration_s: float) -> float | None:
+    """One point's lockstep figure, as a single prediction computes it."""
+    from ddlperf.predictors.arrangement import lockstep_figure
+
+    return lockstep_figure(_scenario(spec, state), iteration_s)
+
+
 def _predict_one(
     point: dict[str, Any], spec: dict[str, Any], method: str, state: _State
 ) -> dict[str, Any]:
+    from ddlperf.predictors.arrangement import lockstep_figure
+
     row: dict[str, Any] = dict(point)
     try:
-        workload, strategy = _workload_and_strategy(spec, state)
-        cluster = make_cluster(spec.get("cluster"), spec.get("workers"), spec.get("ps"),
-                               spec.get("bandwidth"), spec.get("latency"),
-                               spec.get("goodput"), spec.get("placement"), strategy.arch,
-                               **_cluster_keywords(spec))
-        scenario = resolve(workload, cluster, strategy)
+        scenario = _scenario(spec, state)
         if method == "simulate":
             from ddlperf.predictors.simulate import predict_simulate
 
@@ -416,9 +474,10 @@ def _predict_one(
 
             prediction = predict_analytic(scenario)
         row.update(prediction.summary())
+        row[LOCKSTEP_KEY] = lockstep_figure(scenario, prediction)
         row["error"] = None
     except InputError as exc:
-        row.update(dict.fromkeys(RESULT_KEYS))
+        row.update(dict.fromkeys(OUTPUT_KEYS))
         row["error"] = str(exc)
     return row
 
@@ -543,10 +602,18 @@ def iter_sweep(
 
 
 def columns(rows: Iterable[dict[str, Any]]) -> list[str]:
-    """Column order for tables and CSV: the axes in given order, then the results."""
+    """Column order for tables and CSV: the axes in given order, then the results (the
+    lockstep figure where the rows have it: rows of older versions do not)."""
     cols: list[str] = []
+    lockstep = False
     for row in rows:
+        lockstep = lockstep or LOCKSTEP_KEY in row
         for key in row:
-            if key not in cols and key not in RESULT_KEYS and key != "error":
+            if key not in cols and key not in OUTPUT_KEYS and key != "error":
                 cols.append(key)
-    return [*cols, *RESULT_KEYS, "error"]
+    return [*cols, *RESULT_KEYS, *([LOCKSTEP_KEY] if lockstep else []), "error"]
+
+
+def is_axis(column: str) -> bool:
+    """Whether a column of sweep rows is a swept axis (not a result)."""
+    return column not in OUTPUT_KEYS and column != "error"

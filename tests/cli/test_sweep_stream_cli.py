@@ -65,6 +65,25 @@ def test_parquet_and_csv_hold_the_same_rows(tmp_path):
         [float(r["throughput_samples_per_s"]) for r in rows], rel=1e-12)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None,
+                    reason="needs pyarrow ('ddlperf[parquet]')")
+def test_parquet_types_a_result_column_empty_in_its_first_row_group(tmp_path, monkeypatch):
+    """One-worker rows first (no lockstep figure) and ASP rows of more in a later row group:
+    the column is numbers from the start, not text that the ASP figures cannot go into."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr("ddlperf.report.rowfile.BATCH", 2)
+    out = tmp_path / "r.parquet"
+    result = invoke("--sync", "bsp,asp", "--workers", "1,4,8", "--parquet", str(out))
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(out)
+    assert table.schema.field("lockstep_iteration_time_s").type == pa.float64()
+    rows = table.to_pylist()
+    assert [r["lockstep_iteration_time_s"] is None for r in rows] == [
+        r["sync"] == "bsp" or r["workers"] == 1 for r in rows]
+
+
 def test_html_report_of_a_sweep(tmp_path):
     out = tmp_path / "s.html"
     result = invoke("--workers", "1,2,4,8", "--ps", "1,2", "--html", str(out))

@@ -93,7 +93,7 @@ def _sweep_page(path: Path, x: str | None, y: str | None, command: str) -> str:
     from ddlperf.report.html import sweep_report
     from ddlperf.report.rowfile import read_rows
     from ddlperf.report.sweep_plot import result_key
-    from ddlperf.sweep import RESULT_KEYS, columns
+    from ddlperf.sweep import RESULT_KEYS, columns, is_axis
 
     rows = read_rows(path, "--sweep", MAX_ROWS_IN_MEMORY)
     header = list(rows[0]) if rows else []
@@ -109,7 +109,7 @@ def _sweep_page(path: Path, x: str | None, y: str | None, command: str) -> str:
                              f"{row[bad[0]]!r} is not a number", "give the file as ddlperf "
                              "wrote it")
     cols = columns(rows)
-    axes = [c for c in cols if c not in RESULT_KEYS and c != "error"]
+    axes = [c for c in cols if is_axis(c)]
     if not axes:
         raise InputError("--sweep", f"{path.name} has no swept axis column",
                          "write it with 'ddlperf sweep ... --csv FILE'")

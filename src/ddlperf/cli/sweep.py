@@ -16,6 +16,7 @@ from ddlperf.cli.predict import check_method
 from ddlperf.errors import InputError
 from ddlperf.io import check_writable, write_atomic
 from ddlperf.report.fit import Col, dropped_line, fit_table
+from ddlperf.result_keys import LOCKSTEP_KEY
 from ddlperf.units import format_duration
 
 DEFAULT_AXIS = {"workers": [1, 2, 4, 8, 16, 32]}
@@ -23,7 +24,7 @@ DEFAULT_AXIS = {"workers": [1, 2, 4, 8, 16, 32]}
 RESULT_COLUMNS = {
     "iteration_time_s": ("iteration", 0), "throughput_samples_per_s": ("samples/s", 0),
     "speedup": ("speedup", 2), "scaling_efficiency": ("efficiency", 3),
-    "bottleneck": ("bottleneck", 1),
+    "bottleneck": ("bottleneck", 1), LOCKSTEP_KEY: ("lockstep", 1),
 }
 SHORT = {"batch_size": "batch", "bucket_size": "bucket", "placement": "place",
          "gpus_per_node": "GPUs/node", "local_aggregation": "local agg", "step_barrier": "barrier", "rack_size": "rack",
@@ -39,7 +40,7 @@ def _cell(key: str, value: Any) -> str:
 
     if value is None:
         return "-"
-    if key == "iteration_time_s":
+    if key in ("iteration_time_s", LOCKSTEP_KEY):
         return format_duration(value)
     if key == "throughput_samples_per_s":
         return samples_per_s(value)
@@ -76,7 +77,9 @@ def sweep_table(rows: list[dict[str, Any]], cols: list[str], width: int, title: 
                 wide: bool) -> tuple[Any, list[str]]:
     """Axes first (never dropped), then results by importance. A failed row says ``error N``
     in its first result column; the reasons are listed under the table (:func:`row_errors`)."""
-    shown = [c for c in cols if c != "error"]
+    # the lockstep figure only where a row has one (ASP of identical workers)
+    shown = [c for c in cols if c != "error"
+             and (c != LOCKSTEP_KEY or any(r.get(c) is not None for r in rows))]
     columns = []
     for c in shown:
         if c in RESULT_COLUMNS:
@@ -249,7 +252,8 @@ def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: i
         per_job = min_points_per_job(axes, method, **fixed) if not jobs else MIN_POINTS_PER_JOB
         jobs = min(jobs or os.cpu_count() or 1, max(1, total // per_job))
     engine = make_executor(executor, address, jobs or None)
-    writers = [RowWriter(path, flag) for path, flag in ((csv_path, "--csv"),
+    numbers = [k for k in RESULT_COLUMNS if k != "bottleneck"]
+    writers = [RowWriter(path, flag, numbers=numbers) for path, flag in ((csv_path, "--csv"),
                                                         (parquet, "--parquet")) if path]
     keep: list[dict[str, Any]] | None = [] if keep_rows and total <= MAX_ROWS_IN_MEMORY \
         else None

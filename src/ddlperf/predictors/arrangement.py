@@ -31,22 +31,39 @@ from ddlperf.units import format_duration
 SAME_WITHIN = 0.02
 
 
-def lockstep_figure(sc: Scenario, prediction: Prediction) -> float | None:
+def lockstep_figure(sc: Scenario, prediction: Prediction | float) -> float | None:
     """The job's iteration time in lockstep (BSP's schedule, seconds) for ASP with identical
     workers (one worker group of two or more), and SSP of them whose bound never holds anyone
     (which is ASP); None elsewhere or where lockstep would not be more than ``SAME_WITHIN``
-    slower than ``prediction``."""
-    strategy = sc.strategy
-    if strategy.arch != "ps" or len(sc.groups) != 1 or sc.groups[0].count < 2:
+    slower than ``prediction`` (a prediction, or its iteration time in seconds)."""
+    if not has_lockstep_figure(sc):
         return None
     from ddlperf.predictors.analytic import predict_analytic, ssp_runs_as_asp
 
-    if strategy.effective_sync != "asp" and not (strategy.effective_sync == "ssp"
-                                                 and ssp_runs_as_asp(sc)):
+    if sc.strategy.effective_sync == "ssp" and not ssp_runs_as_asp(sc):
         return None
-    bsp = strategy.model_copy(update={"sync": "bsp", "staleness": None})
-    lockstep = predict_analytic(replace(sc, strategy=bsp, notes=list(sc.notes))).iteration_time_s
-    return lockstep if lockstep > prediction.iteration_time_s * (1 + SAME_WITHIN) else None
+    lockstep = predict_analytic(lockstep_scenario(sc)).iteration_time_s
+    return above_prediction(lockstep, prediction)
+
+
+def has_lockstep_figure(sc: Scenario) -> bool:
+    """Whether the job is of the kind that may get a lockstep figure: ASP or SSP on a
+    parameter server, one group of two or more identical workers (SSP gets it only where its
+    bound never holds anyone, which needs the model to tell)."""
+    return (sc.strategy.arch == "ps" and sc.strategy.effective_sync in ("asp", "ssp")
+            and len(sc.groups) == 1 and sc.groups[0].count >= 2)
+
+
+def lockstep_scenario(sc: Scenario) -> Scenario:
+    """The same job in lockstep: BSP's schedule."""
+    bsp = sc.strategy.model_copy(update={"sync": "bsp", "staleness": None})
+    return replace(sc, strategy=bsp, notes=list(sc.notes))
+
+
+def above_prediction(lockstep: float, prediction: Prediction | float) -> float | None:
+    """``lockstep`` where it is more than ``SAME_WITHIN`` slower than the prediction."""
+    seconds = prediction if isinstance(prediction, (int, float)) else prediction.iteration_time_s
+    return lockstep if lockstep > seconds * (1 + SAME_WITHIN) else None
 
 
 def lockstep_note(sc: Scenario, prediction: Prediction,

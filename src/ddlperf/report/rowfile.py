@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +39,13 @@ def row_format(path: str | Path, field: str) -> str:
 class RowWriter:
     """``write(rows)`` appends; the columns are fixed by the first rows written."""
 
-    def __init__(self, path: str | Path, field: str, columns: Sequence[str] | None = None
-                 ) -> None:
+    def __init__(self, path: str | Path, field: str, columns: Sequence[str] | None = None,
+                 numbers: Collection[str] = ()) -> None:
         self.path = check_writable(path, field)
         self.format = row_format(path, field)
         self.columns: list[str] | None = list(columns) if columns else None
+        # columns that hold numbers even where the first rows have none (Parquet types)
+        self.numbers = frozenset(numbers)
         self.rows = 0
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
                                    dir=self.path.parent or ".")
@@ -82,10 +84,12 @@ class RowWriter:
             import pyarrow.parquet as pq
 
             if self._parquet is None:
-                # types from the first rows; a column that is all None there holds text
+                # types from the first rows; a column that is all None there holds text,
+                # or numbers where the caller says so
                 first = pa.Table.from_pylist(rows).select(self.columns or [])
-                schema = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type)
-                                    else f for f in first.schema])
+                schema = pa.schema([
+                    pa.field(f.name, pa.float64() if f.name in self.numbers else pa.string())
+                    if pa.types.is_null(f.type) else f for f in first.schema])
                 self._parquet = pq.ParquetWriter(self._tmp, schema)
             table = pa.Table.from_pylist(rows, schema=self._parquet.schema)
             self._parquet.write_table(table)

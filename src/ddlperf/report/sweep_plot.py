@@ -14,6 +14,7 @@ from typing import Any
 from ddlperf.errors import InputError
 from ddlperf.hardware import parse_link_rate
 from ddlperf.io import write_atomic
+from ddlperf.result_keys import LOCKSTEP_KEY
 from ddlperf.units import (
     format_bandwidth,
     format_duration,
@@ -86,7 +87,8 @@ def series(
     Numeric x values are sorted by value; text values keep the order they were given in.
     Rows without a result (errors) are left out.
     """
-    others = [k for k in rows[0] if k not in (x, "error", "bottleneck") and k not in RESULTS]
+    others = [k for k in rows[0]
+              if k not in (x, "error", "bottleneck", LOCKSTEP_KEY) and k not in RESULTS]
     varying = [k for k in others if len({str(r.get(k)) for r in rows}) > 1]
     out: dict[str, list[tuple[Any, float, float | None]]] = {}
     for row in rows:

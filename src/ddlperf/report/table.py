@@ -13,6 +13,7 @@ from rich.text import Text
 from ddlperf.prediction import Prediction, WorkerResult
 from ddlperf.report.fit import Col, dropped_line, fit_table
 from ddlperf.report.header import device_only, scenario_lines, speedup_note, speedup_text
+from ddlperf.result_keys import LOCKSTEP_KEY
 from ddlperf.units import format_duration
 
 MAX_WORKER_ROWS = 16
@@ -40,7 +41,7 @@ def summary_table(p: Prediction, width: int) -> Table:
     if mean and p.iteration_time_s > 0:  # a measurement: how sure its mean is
         sure = f"mean ±{100 * mean['half_width_s'] / p.iteration_time_s:.1f}% (95%)"
         band = f"{sure}, {band}" if band else sure
-    lockstep = (p.arrangement or {}).get("lockstep_iteration_time_s")
+    lockstep = (p.arrangement or {}).get(LOCKSTEP_KEY)
     if lockstep:  # ASP of identical workers: the arrangement measured runs took on some clusters
         steps = f"in lockstep {format_duration(lockstep)}"
         band = f"{band}, {steps}" if band else steps
