@@ -12,8 +12,9 @@ frozen file and records why under the change's key.
 Changes: ``colocated_nics`` (BSP with colocated shards as a fluid network, December 2026),
 ``server_gpu_phases`` (ASP GPUs of one server on phases of their own, December 2026) and
 ``rack_links`` (ASP workers meeting at their rack's links, December 2026),
-``ssp_silent_host`` (SSP holding only a host of every shard, December 2026) and
-``colocated_async`` (ASP/SSP's queueing network with a station per NIC, December 2026).
+``ssp_silent_host`` (SSP holding only a host of every shard, December 2026),
+``colocated_async`` (ASP/SSP's queueing network with a station per NIC, December 2026) and
+``asp_lockstep_cap`` (ASP at one rate never slower than BSP's schedule, December 2026).
 A change of the compute catalog alone moves both predictors alike and is re-frozen whole
 (``tests/predictors/analytic_reference_cases.py``, key ``catalog``), not here.
 """
@@ -98,6 +99,15 @@ CHANGES: dict[str, tuple[str, Callable[[dict[str, Any]], bool], float]] = {
         lambda point: (point.get("sync") in ("asp", "ssp")
                        and point.get("placement") == "colocated"),
         SAME),
+    "asp_lockstep_cap": (
+        "ASP where the queueing network gives every worker one rate slower than BSP's period "
+        "takes BSP's schedule, which such workers can keep, as SSP already did "
+        "(analytic_ps_async.ps_async; December 2026, issue 11: ASP came out up to 20% above "
+        "BSP, slower than SSP with any staleness, where the simulator from random phases "
+        "ends at BSP's period): only the 142 ASP rows above BSP changed and were re-frozen "
+        "(tools/refreeze_reference_rows.py asp_lockstep_cap), their mean distance to the "
+        "simulator 3.1% -> 0.2%, the most 20.5% -> 4.4%, none further; nothing else",
+        lambda point: point.get("sync") == "asp", SAME),
 }
 
 

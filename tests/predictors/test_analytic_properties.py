@@ -79,3 +79,17 @@ def test_slow_worker_hurts_bsp_everyone_but_not_asp_fast_workers(spec, n, speed)
     asp_s = predict(workload=w, cluster=hetero, sync="asp", **kw)
     fast = [r.iteration_time_s for r in asp_s.workers if r.group != "slow"]
     assert max(fast) <= asp_h.iteration_time_s * 1.02
+
+
+@SETTINGS
+@given(layers, st.integers(2, 12), st.integers(1, 4), st.floats(0.05, 20), st.booleans(),
+       st.integers(1, 6))
+def test_asp_of_identical_workers_is_never_slower_than_bsp_or_ssp(spec, n, k, gbps, overlap,
+                                                                  staleness):
+    """Identical workers can keep lockstep, so ASP is never slower than BSP's schedule; and
+    it is SSP without a bound, so never slower than SSP with one."""
+    w = make_workload(spec, update_s_per_byte=1e-10)
+    kw = {"workload": w, "workers": n, "ps": k, "bandwidth": gbps * 1e9, "overlap": overlap}
+    asp = predict(sync="asp", **kw).iteration_time_s
+    assert asp <= predict(sync="bsp", **kw).iteration_time_s * (1 + 1e-9)
+    assert asp <= predict(sync="ssp", staleness=staleness, **kw).iteration_time_s * (1 + 1e-9)

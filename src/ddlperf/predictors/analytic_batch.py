@@ -208,13 +208,14 @@ def _async_demand(
 def _async_finish(
     sc: Scenario, p: Points, throughput: np.ndarray, bsp: np.ndarray | None
 ) -> tuple[np.ndarray, list[str]]:
-    """``analytic_ps_async.ps_async`` (SSP, with the BSP period ``bsp``: ``ps_ssp``) with one
-    group, from the network's throughput: periods (B,) and the bottleneck names."""
+    """``analytic_ps_async.ps_async`` (with the BSP period ``bsp``: one group, one rate, never
+    slower than BSP; SSP's ``ps_ssp`` alike) from the network's throughput: periods (B,) and
+    the bottleneck names."""
     g = sc.groups[0]
     points = len(p.n)
     periods = p.n / throughput
     capped = np.zeros(points, dtype=bool)
-    if bsp is not None:  # ``analytic_ps_async.ps_ssp``: one group is never held → BSP's cap
+    if bsp is not None:  # one group, one rate: BSP's schedule where it is faster
         capped = periods >= bsp
         periods = np.where(capped, bsp, periods)
     # ``analytic_ps_async.async_resources`` (or, capped, the BSP resources: one update per tensor)
@@ -352,7 +353,7 @@ def predict_batches(
         p = Points.of(workers, values)
         full = solo = None
         sync = sc.strategy.effective_sync if sc.strategy.arch == "ps" else None
-        if sync in ("bsp", "ssp"):  # SSP is capped at BSP's period; ASP needs no BSP period
+        if sync is not None:  # ASP and SSP of one group are capped at BSP's period
             full = bsp.want(sc, p)
         if sync in ("asp", "ssp") and sc.strategy.overlap:
             solo = bsp.want(sc, p.solo())
