@@ -78,3 +78,40 @@ def test_ssp_holds_a_host_of_every_shard_alone_and_keeps_the_others_apart():
     assert ssp.iteration_time_s == pytest.approx(max(remote), rel=1e-6)
     assert ssp.iteration_time_s < 0.8 * bsp.iteration_time_s
     assert ssp.workers[0].wait_s > 0.1 and ssp.workers[1].wait_s == 0.0
+
+
+def _toy(tmp_path, layers=8):
+    import json
+
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps({
+        "format": "ddlperf.workload/1", "name": "toy", "batch_size": 32, "device": "V100",
+        "layers": [{"name": f"l{k}", "forward_s": 0.01, "backward_s": 0.02,
+                    "tensors": [{"name": f"l{k}.w", "bytes": 1_000_000}]}
+                   for k in range(layers)]}))
+    return str(path)
+
+
+def test_asp_on_dedicated_shards_at_one_rate_takes_lockstep_where_the_network_is_slower(
+        tmp_path):
+    """Two workers on two dedicated shards: the network put ASP 12% above BSP, the simulator
+    (and four measured rows, fresh17-*) at BSP's period."""
+    kw = {"workload": _toy(tmp_path), "workers": 2, "ps": 2, "bandwidth": "50Mbps"}
+    asp = predict(sync="asp", **kw)
+    bsp = predict(sync="bsp", **kw)
+    assert asp.iteration_time_s == pytest.approx(bsp.iteration_time_s, rel=1e-12)
+    assert asp.iteration_time_s == pytest.approx(
+        predict(sync="asp", method="simulate", **kw).iteration_time_s, rel=0.01)
+    assert asp.arrangement is None  # lockstep is the prediction itself
+
+
+def test_asp_with_colocated_shards_keeps_the_network_above_lockstep(tmp_path):
+    """A host's NIC carries its worker's pull and the others' pushes to its shard: the
+    simulator's ASP runs far above BSP's schedule there, and so does the network's."""
+    kw = {"workload": _toy(tmp_path), "workers": 2, "ps": 2, "bandwidth": "50Mbps",
+          "placement": "colocated", "overlap": False}
+    asp = predict(sync="asp", **kw).iteration_time_s
+    bsp = predict(sync="bsp", **kw).iteration_time_s
+    simulated = predict(sync="asp", method="simulate", **kw).iteration_time_s
+    assert asp > 1.2 * bsp and simulated > 1.2 * bsp
+    assert asp == pytest.approx(simulated, rel=0.05)

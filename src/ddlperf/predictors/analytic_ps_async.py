@@ -2,10 +2,11 @@
 
 ASP: mean value analysis (:mod:`ddlperf.predictors.queueing`) — workers are delay stations
 (think time = compute), shard downlinks, uplinks and update processors are queues — so
-throughput saturates at the PS bottleneck; multi-class (Schweitzer) for mixed workers.
-Where the network gives every worker one rate, never slower than BSP's schedule, which such
-workers can keep. SSP(s ≥ 1): BSP's schedule where ASP would let some workers run faster (the
-bound then holds them), ASP where ASP gives every worker one rate; never worse than BSP.
+throughput saturates at the PS bottleneck; multi-class (Schweitzer) for mixed workers. On
+dedicated shards, where the network gives every worker one rate, never slower than BSP's
+schedule, which such workers keep. SSP(s ≥ 1): BSP's schedule where ASP would let some workers
+run faster (the bound then holds them), ASP where ASP gives every worker one rate; never worse
+than BSP.
 """
 
 from __future__ import annotations
@@ -294,15 +295,19 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     (:func:`remote_pair`) run BSP's schedule of the two alone with the shards, one server's two
     GPUs (:func:`server_pair`) BSP's schedule of the job.
 
-    And where the network gives every worker one rate slower than BSP's period, the answer is
-    BSP's schedule, as for SSP (:func:`ps_ssp`): workers at one rate can keep lockstep, in
-    which each pull follows the worker's own push instead of everyone's, so ASP there is never
-    slower than BSP. The network can be: a transfer crosses its worker's uplink and its
+    And on dedicated shards, where the network gives every worker one rate slower than BSP's
+    period, the answer is BSP's schedule, as for SSP (:func:`ps_ssp`): there workers at one
+    rate keep lockstep, in which each pull follows the worker's own push instead of
+    everyone's. The network can be slower: a transfer crosses its worker's uplink and its
     shard's downlink at once, and the network adds the wait at the shard to the worker's own
     transfer time, where in lockstep both links are full together and neither wait adds to
     the other (two workers on two shards: 9-14% above BSP, where the simulator from random
     phases ends at BSP's period and four measured rows, ``fresh17-*``, came within 1.4% of
-    it). Without this, ASP came out slower than SSP with any staleness.
+    it). Without this, ASP came out slower than SSP with any staleness. Not with colocated
+    shards: a host's NIC carries its worker's pull and the other workers' pushes to its shard,
+    which lockstep keeps apart and ASP's phases do not, and the simulator's ASP runs up to 39%
+    above BSP's period there (two hosts, two shards, 50 Mbit, no overlap), near where the
+    network puts it.
     """
     network_periods = _network_periods(sc)
     periods = network_periods(np.zeros(len(sc.groups)))
@@ -313,7 +318,7 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
         periods[0] = ps_bsp(sc)[1]
         return _async_result(sc, periods, np.zeros(len(sc.groups)))
     result = _async_result(sc, periods, np.zeros(len(sc.groups)))
-    if _one_rate(result[0]):
+    if _one_rate(result[0]) and all(shard.host is None for shard in sc.shards):
         bsp = ps_bsp(sc)
         if result[1] >= bsp[1]:
             return bsp
