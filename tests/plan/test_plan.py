@@ -244,3 +244,31 @@ def test_a_json_that_is_not_a_saved_plan_is_one_input_error(table, change):
     with pytest.raises(InputError) as info:
         PlanResult.from_dict(data)
     assert str(info.value).startswith("--plan")
+
+
+def test_big_asp_answers_are_not_re_checked_and_say_why(table, monkeypatch):
+    """The simulator gives every ASP/SSP worker a phase of its own: past a size that takes
+    minutes, so such answers say so instead of being simulated."""
+    from rich.console import Console
+
+    from ddlperf.plan import MAX_ASYNC_RECHECK_WORKERS
+    from ddlperf.report.plan_text import render
+
+    assert MAX_ASYNC_RECHECK_WORKERS == 64
+    monkeypatch.setattr("ddlperf.plan.MAX_ASYNC_RECHECK_WORKERS", 4)
+    space = SearchSpace(instances=table.instances, servers=range(1, 5), ps=(1, 2),
+                        arch=("ps",), sync=("asp", "ssp"), staleness=2)
+    result = plan(Target(throughput=100), space, prices=table, fixed=FIXED, recheck=3,
+                  simulate_options={"iterations": 3, "warmup": 1})
+    by_which = {r["which"]: r for r in result.rechecks}
+    fastest = by_which["fastest"]
+    assert result.fastest["workers"] > 4
+    assert "simulate_throughput" not in fastest
+    assert fastest["skipped"].startswith(f"{fastest['sync'].upper()} with "
+                                         f"{result.fastest['workers']} workers")
+    assert "ddlperf predict --method simulate" in fastest["skipped"]
+    small = [r for r in result.rechecks if "skipped" not in r]
+    assert small and all(r["simulate_throughput"] > 0 for r in small)
+    console = Console(record=True, width=200)
+    render(result, console)
+    assert "not simulated: " in console.export_text()

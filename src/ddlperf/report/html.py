@@ -297,7 +297,8 @@ def plan_report(result: Any, command: str | None = None) -> str:
                  rows_table(result.rechecks, ["which", "instance", "servers", "arch", "ps",
                                               "sync", "analytic_throughput",
                                               "simulate_throughput", "simulate_p5",
-                                              "simulate_p95", "meets_simulate", "error"])]
+                                              "simulate_p95", "meets_simulate", "error",
+                                              "skipped"])]
     if result.front:
         body += ["<h2>Cost–time Pareto front</h2>",
                  figure(figures.data_uri(pareto_figure(result)),

@@ -68,9 +68,9 @@ def _recheck_table(result: PlanResult) -> Table:
                          no_wrap=col != "", overflow="fold")
     for r in result.rechecks:
         which = f"{r['which']}: {r['servers']} × {r['instance']}"
-        if r.get("error"):
+        if r.get("error") or r.get("skipped"):  # the reason goes under the table
             table.add_row(which, f"{r['analytic_throughput']:,.0f}", "-", "-", "-",
-                          f"not simulated: {r['error']}")
+                          "not simulated")
             continue
         table.add_row(which, f"{r['analytic_throughput']:,.0f}",
                       f"{r['simulate_throughput']:,.0f}",
@@ -126,6 +126,9 @@ def render(result: PlanResult, console: Console | None = None, seconds: float | 
         parts += [Text(""), _answer_table(result, currency)]
     if result.rechecks:
         parts += [Text(""), _recheck_table(result)]
+        parts += [Text(f"not simulated: {r['which']}: {r.get('error') or r['skipped']}",
+                       style="dim")
+                  for r in result.rechecks if r.get("error") or r.get("skipped")]
     if result.front:
         parts += [Text(""), _front_table(result, currency)]
     for note in result.notes:
