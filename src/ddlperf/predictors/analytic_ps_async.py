@@ -301,9 +301,9 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     everyone's. The network can be slower: a transfer crosses its worker's uplink and its
     shard's downlink at once, and the network adds the wait at the shard to the worker's own
     transfer time, where in lockstep both links are full together and neither wait adds to
-    the other (two workers on two shards: 9-14% above BSP, where the simulator from random
-    phases ends at BSP's period and four measured rows, ``fresh17-*``, came within 1.4% of
-    it). Without this, ASP came out slower than SSP with any staleness. Not with colocated
+    the other (no more workers than shards: 9-14% above BSP, where the simulator from random
+    phases ends at BSP's period and seven measured rows, ``fresh17-*`` and ``fresh18-*``,
+    came within 1.4% of it). Without this, ASP came out slower than SSP with any staleness. Not with colocated
     shards: a host's NIC carries its worker's pull and the other workers' pushes to its shard,
     which lockstep keeps apart and ASP's phases do not, and the simulator's ASP runs 13-69%
     above BSP's period there (two or four hosts of as many shards, 50-200 Mbit, no overlap),

@@ -8,7 +8,7 @@ TCP's restart after idle and its congestion control did not matter). The
 predictions price one arrangement (independent phases, or lockstep where the workers are held
 in it: one server's two GPUs, the remote pair of a host holding every shard), so the
 prediction gets the lockstep figure beside it, lockstep being BSP's schedule of the same job:
-a bound a user can plan with. Every one of the dev matrix's 37 measured ASP rows of identical
+a bound a user can plan with. Every one of the dev matrix's 40 measured ASP rows of identical
 workers took at most it (the most, 0.55% above: noise); one server of three or more GPUs is
 where the two predictors miss most (``fresh13-*``: simulate −34% to +17%).
 
