@@ -303,11 +303,11 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     transfer time, where in lockstep both links are full together and neither wait adds to
     the other (no more workers than shards: 9-14% above BSP, where the simulator from random
     phases ends at BSP's period and seven measured rows, ``fresh17-*`` and ``fresh18-*``,
-    came within 1.4% of it). Without this, ASP came out slower than SSP with any staleness. Not with colocated
-    shards: a host's NIC carries its worker's pull and the other workers' pushes to its shard,
-    which lockstep keeps apart and ASP's phases do not, and the simulator's ASP runs 13-69%
-    above BSP's period there (two or four hosts of as many shards, 50-200 Mbit, no overlap),
-    near where the network puts it.
+    came within 1.4% of it). Without this, ASP came out slower than SSP with any staleness.
+    Not with colocated shards: a host's NIC carries its worker's pull and the other workers'
+    pushes to its shard, which lockstep keeps apart and ASP's phases do not, and the
+    simulator's ASP runs 13-69% above BSP's period there (two or four hosts of as many
+    shards, 50-200 Mbit, no overlap), near where the network puts it.
     """
     network_periods = _network_periods(sc)
     periods = network_periods(np.zeros(len(sc.groups)))
