@@ -132,3 +132,19 @@ def test_the_table_shows_the_lockstep_figure_beside_the_iteration_time():
     console.print(summary_table(p, 120))
     line = next(x for x in console.export_text().splitlines() if "iteration time" in x)
     assert "in lockstep" in line
+
+
+IMBALANCED = make_workload([(0.02, 0.04, [6_000_000])] + [(0.008, 0.016, [1_000_000])] * 6)
+
+
+def test_unequal_shards_add_what_their_runs_showed():
+    """Round-robin shards of 9 and 3 MB: measured runs stayed near lockstep where the
+    analytic network prices the workers apart (fresh19-*); equal shards, one shard and
+    colocated shards say nothing of it."""
+    kw = {"workload": IMBALANCED, "workers": 2, "ps": 2, "bandwidth": "100Mbps",
+          "sync": "asp"}
+    notes = _note(predict(**kw))
+    assert len(notes) == 1 and "shards are of unequal size (3MB to 9MB)" in notes[0]
+    assert "--method simulate" in notes[0]
+    for other in ({"workload": WL}, {"ps": 1}, {"placement": "colocated"}):
+        assert not any("unequal" in n for n in predict(**{**kw, **other}).notes), other
