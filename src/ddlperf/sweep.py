@@ -17,7 +17,7 @@ import os
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 from ddlperf.api import (
@@ -29,7 +29,7 @@ from ddlperf.api import (
     worker_defaults,
 )
 from ddlperf.errors import InputError
-from ddlperf.result_keys import LOCKSTEP_KEY
+from ddlperf.result_keys import LOCKSTEP_KEY, OUTPUT_KEYS, RESULT_KEYS
 from ddlperf.scenario import resolve
 from ddlperf.units import ImplausibleValueWarning
 
@@ -43,11 +43,6 @@ AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumul
 SERVER_FIELDS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "transport")
 _STRATEGY_KEYS = ("arch", "sync", "staleness", "sharding", "overlap", "bucket_size",
                   "allreduce", "local_aggregation", "step_barrier")
-RESULT_KEYS = ("iteration_time_s", "throughput_samples_per_s", "speedup", "scaling_efficiency",
-               "bottleneck")
-# ASP (and SSP that runs as ASP) of identical workers: the job in lockstep, seconds; None on
-# other rows (predictors/arrangement.py). Rows of older versions do not have it.
-OUTPUT_KEYS = (*RESULT_KEYS, LOCKSTEP_KEY)
 # Below this many points a process pool costs more than it saves (points predicted one by one,
 # ~1 ms each; also the floor for an explicit ``jobs``).
 MIN_POINTS_PER_JOB = 200
@@ -600,20 +595,3 @@ def iter_sweep(
             progress(done)
         yield rows
 
-
-def columns(rows: Iterable[dict[str, Any]]) -> list[str]:
-    """Column order for tables and CSV: the axes in given order, then the results (the
-    lockstep figure where the rows have it: rows of older versions do not)."""
-    cols: list[str] = []
-    lockstep = False
-    for row in rows:
-        lockstep = lockstep or LOCKSTEP_KEY in row
-        for key in row:
-            if key not in cols and key not in OUTPUT_KEYS and key != "error":
-                cols.append(key)
-    return [*cols, *RESULT_KEYS, *([LOCKSTEP_KEY] if lockstep else []), "error"]
-
-
-def is_axis(column: str) -> bool:
-    """Whether a column of sweep rows is a swept axis (not a result)."""
-    return column not in OUTPUT_KEYS and column != "error"

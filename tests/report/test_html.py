@@ -66,7 +66,8 @@ def test_chromium_renders_plan_and_sweep_pages(tmp_path):
     from ddlperf.plan import SearchSpace, Target, plan
     from ddlperf.plan.prices import PriceTable
     from ddlperf.report.html import plan_report, sweep_report
-    from ddlperf.sweep import columns, sweep
+    from ddlperf.result_keys import columns
+    from ddlperf.sweep import sweep
     from tests.plan.conftest import TABLE
 
     table = PriceTable.model_validate(TABLE)

@@ -93,7 +93,7 @@ def _sweep_page(path: Path, x: str | None, y: str | None, command: str) -> str:
     from ddlperf.report.html import sweep_report
     from ddlperf.report.rowfile import read_rows
     from ddlperf.report.sweep_plot import result_key
-    from ddlperf.sweep import RESULT_KEYS, columns, is_axis
+    from ddlperf.result_keys import RESULT_KEYS, columns, is_axis
 
     rows = read_rows(path, "--sweep", MAX_ROWS_IN_MEMORY)
     header = list(rows[0]) if rows else []

@@ -153,7 +153,8 @@ def sweep(
     Every option shown with ",…" takes a comma-separated list (an inline device spec, which
     has commas itself, is for predict).
     """
-    from ddlperf.sweep import columns, count_points
+    from ddlperf.result_keys import columns
+    from ddlperf.sweep import count_points
 
     check_method(method)
     axes = {k: v for k, v in scenario.items() if isinstance(v, list)}
