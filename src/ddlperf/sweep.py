@@ -203,42 +203,32 @@ def _predict_batched(
     batches: list[Batch], points: Sequence[dict[str, Any]], fixed: dict[str, Any],
     state: _State,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(point index, row) of every batched point. Batches of ASP/SSP also get the same
-    points in lockstep (BSP's schedule) in the same call, which shares its BSP periods with
-    SSP's; where lockstep itself cannot be batched (compute noise under BSP's barrier) the
-    figure is computed point by point, as a single prediction computes it."""
-    from ddlperf.predictors.analytic_batch import batch_key, predict_batches
-    from ddlperf.predictors.arrangement import above_prediction, lockstep_scenario
+    """(point index, row) of every batched point. ASP/SSP batches get their lockstep figure
+    from the BSP periods their cap computes anyway (the same as the job with ``sync=bsp``:
+    its period does not depend on the sync mode); where lockstep itself cannot be batched
+    (compute noise under BSP's barrier) the figure is computed point by point, as a single
+    prediction computes it."""
+    from ddlperf.predictors.analytic_batch import batch_key, predict_batches_and_bsp
+    from ddlperf.predictors.arrangement import (
+        above_prediction,
+        lockstep_scenario,
+        lockstep_strategy,
+    )
 
-    jobs = [(template, workers, values) for template, _i, workers, values in batches]
-    locked: dict[int, int | None] = {}  # batch → its lockstep job (None: point by point)
-    for n, (template, _i, workers, values) in enumerate(batches):
-        if _may_lock(template) and max(workers) >= 2:
-            lockstep = lockstep_scenario(template)
-            if batch_key(lockstep) is None:
-                locked[n] = None
-            else:
-                locked[n] = len(jobs)
-                jobs.append((lockstep, workers, values))
-    results = predict_batches(jobs)
-    for n, (_t, indices, workers, _v) in enumerate(batches):
-        job = locked.get(n, -1)
-        for k, (i, result) in enumerate(zip(indices, results[n])):
+    summaries, bsp_periods = predict_batches_and_bsp(
+        [(template, workers, values) for template, _i, workers, values in batches])
+    for n, (template, indices, workers, _v) in enumerate(batches):
+        locks = lockstep_strategy(template.strategy) and max(workers) >= 2
+        batched = locks and batch_key(lockstep_scenario(template)) is not None
+        for k, (i, result) in enumerate(zip(indices, summaries[n])):
             figure = None
-            if job != -1 and workers[k] >= 2:
+            if locks and workers[k] >= 2:
                 # one group of identical workers: SSP runs as ASP exactly where it is not
                 # capped at BSP's period, so the rule is the same for both
-                figure = (_lockstep_one({**fixed, **points[i]}, state, result[0])
-                          if job is None else above_prediction(results[job][k][0], result[0]))
+                figure = (above_prediction(float(bsp_periods[n][k]), result[0]) if batched
+                          else _lockstep_one({**fixed, **points[i]}, state, result[0]))
             yield i, {**points[i], **dict(zip(RESULT_KEYS, result)), LOCKSTEP_KEY: figure,
                       "error": None}
-
-
-def _may_lock(template: Any) -> bool:
-    """Whether a batch template's points may get a lockstep figure (they are one group of
-    identical workers; :func:`~ddlperf.predictors.arrangement.has_lockstep_figure`)."""
-    strategy = template.strategy
-    return strategy.arch == "ps" and strategy.effective_sync in ("asp", "ssp")
 
 
 # Cache entries (templates, clusters, workloads, …) a process keeps for one sweep; when they

@@ -347,6 +347,14 @@ def predict_batches(
 ) -> list[list[Summary]]:
     """:func:`predict_batch` of several batches at once: the BSP periods they share are
     computed once, and their ASP/SSP networks run through one MVA recursion."""
+    return predict_batches_and_bsp(batches)[0]
+
+
+def predict_batches_and_bsp(
+    batches: Sequence[tuple[Scenario, Sequence[int], Sequence[Sequence[float]]]]
+) -> tuple[list[list[Summary]], list[np.ndarray | None]]:
+    """:func:`predict_batches`, and each parameter-server batch's BSP period per point (its
+    points in lockstep, which ASP and SSP need for their cap anyway; None for all-reduce)."""
     bsp = _BspPeriods()
     plans = []
     for sc, workers, values in batches:
@@ -365,7 +373,8 @@ def predict_batches(
         sc, p, _sync, _full, solo = plans[i]
         networks.append((*_async_demand(sc, p, None if solo is None else bsp.get(solo)), p.n))
     throughputs = dict(zip(asynchronous, _mva_together(networks)))
-    out = []
+    out: list[list[Summary]] = []
+    lockstep: list[np.ndarray | None] = []
     for i, (sc, p, sync, full, _solo) in enumerate(plans):
         if sync is None:
             period, names = _allreduce_chunked(sc, p)
@@ -378,7 +387,8 @@ def predict_batches(
             all_names = _bsp_resource_names(sc)
             names = ["compute" if h < 0 else all_names[h] for h in hot]
         out.append(_summaries(sc, p, period, names))
-    return out
+        lockstep.append(None if full is None else bsp.get(full))
+    return out, lockstep
 
 
 def _allreduce_chunked(sc: Scenario, p: Points) -> tuple[np.ndarray, list[str]]:

@@ -279,8 +279,10 @@ def _shared_link_stations(sc: Scenario, alone: list[GroupPlan]) -> list[Station]
     return out
 
 
-def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+def ps_async(sc: Scenario, bsp: tuple[list[GroupTime], float, list[ResourceUse]] | None = None
+             ) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     """ASP: each worker class at the rate the closed queueing network gives it (no wait).
+    ``bsp``: :func:`ps_bsp`'s result where the caller has it already.
 
     Identical workers too: sharing the PS links fairly they keep whatever phase offsets they
     have, and a run that starts them together (as the trainers do) begins near lockstep, the
@@ -309,6 +311,17 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     simulator's ASP runs 13-69% above BSP's period there (two or four hosts of as many
     shards, 50-200 Mbit, no overlap), near where the network puts it.
     """
+    result = _network_async(sc)
+    if server_pair(sc) or not _one_rate(result[0]) \
+            or any(shard.host is not None for shard in sc.shards):
+        return result
+    bsp = bsp or ps_bsp(sc)
+    return bsp if result[1] >= bsp[1] else result
+
+
+def _network_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+    """:func:`ps_async` before its lockstep cap: the network's rates, and lockstep where the
+    workers are held in it (a remote pair, one server's two GPUs)."""
     network_periods = _network_periods(sc)
     periods = network_periods(np.zeros(len(sc.groups)))
     pair = remote_pair(sc)
@@ -316,13 +329,7 @@ def ps_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
         periods[pair] = _pair_period(sc, sc.groups[pair])
     elif server_pair(sc):  # in lockstep: BSP's schedule of the job
         periods[0] = ps_bsp(sc)[1]
-        return _async_result(sc, periods, np.zeros(len(sc.groups)))
-    result = _async_result(sc, periods, np.zeros(len(sc.groups)))
-    if _one_rate(result[0]) and all(shard.host is None for shard in sc.shards):
-        bsp = ps_bsp(sc)
-        if result[1] >= bsp[1]:
-            return bsp
-    return result
+    return _async_result(sc, periods, np.zeros(len(sc.groups)))
 
 
 def _network_periods(sc: Scenario) -> Callable[[np.ndarray], np.ndarray]:
@@ -481,8 +488,8 @@ def ssp_regime(sc: Scenario) -> str:
 def ssp_steady_state(sc: Scenario
                      ) -> tuple[str, tuple[list[GroupTime], float, list[ResourceUse]]]:
     """:func:`ssp_regime` and :func:`ps_ssp`'s result together (one computation)."""
-    times, period, resources = ps_async(sc)
     bsp = ps_bsp(sc)
+    times, period, resources = ps_async(sc, bsp)
     if _never_held(times, period, bsp[1]):
         return "asp", (times, period, resources)
     if (_silent_host(sc) or _slowest_apart(sc, times)) and remote_pair(sc) is None:
@@ -552,8 +559,10 @@ def ssp_is_asp(sc: Scenario) -> bool:
     """Whether SSP runs as ASP here (:func:`ps_ssp`): every worker at one ASP rate, faster
     than BSP, so the bound never holds anyone. The simulator starts such workers at random
     phases as it does under ASP."""
-    times, period, _resources = ps_async(sc)
-    # BSP's period only where ASP's rates agree (with colocated shards it is the costly part)
+    # the network before ps_async's cap: capped, its period would equal BSP's and fail the
+    # same test; BSP's period only where ASP's rates agree (with colocated shards it is the
+    # costly part)
+    times, period, _resources = _network_async(sc)
     return _one_rate(times) and period < ps_bsp(sc)[1]
 
 

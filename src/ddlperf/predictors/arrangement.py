@@ -25,6 +25,7 @@ from dataclasses import replace
 
 from ddlperf.prediction import Prediction
 from ddlperf.scenario import Scenario
+from ddlperf.strategy import Strategy
 from ddlperf.units import format_duration, format_size
 
 # a lockstep figure within this share of the prediction says nothing new
@@ -48,10 +49,14 @@ def lockstep_figure(sc: Scenario, prediction: Prediction | float) -> float | Non
 
 def has_lockstep_figure(sc: Scenario) -> bool:
     """Whether the job is of the kind that may get a lockstep figure: ASP or SSP on a
-    parameter server, one group of two or more identical workers (SSP gets it only where its
-    bound never holds anyone, which needs the model to tell)."""
-    return (sc.strategy.arch == "ps" and sc.strategy.effective_sync in ("asp", "ssp")
-            and len(sc.groups) == 1 and sc.groups[0].count >= 2)
+    parameter server (:func:`lockstep_strategy`), one group of two or more identical workers
+    (SSP gets it only where its bound never holds anyone, which needs the model to tell)."""
+    return lockstep_strategy(sc.strategy) and len(sc.groups) == 1 and sc.groups[0].count >= 2
+
+
+def lockstep_strategy(strategy: Strategy) -> bool:
+    """Whether jobs of this strategy may get a lockstep figure: ASP or SSP on a PS."""
+    return strategy.arch == "ps" and strategy.effective_sync in ("asp", "ssp")
 
 
 def lockstep_scenario(sc: Scenario) -> Scenario:
