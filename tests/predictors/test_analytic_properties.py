@@ -93,3 +93,19 @@ def test_asp_of_identical_workers_is_never_slower_than_bsp_or_ssp(spec, n, k, gb
     asp = predict(sync="asp", **kw).iteration_time_s
     assert asp <= predict(sync="bsp", **kw).iteration_time_s * (1 + 1e-9)
     assert asp <= predict(sync="ssp", staleness=staleness, **kw).iteration_time_s * (1 + 1e-9)
+
+
+@SETTINGS
+@given(layers, st.integers(2, 6), st.integers(1, 5), st.floats(0.2, 0.9),
+       st.sampled_from([0.05, 0.1, 1.0, 10.0]), st.booleans())
+def test_asp_of_a_slower_worker_on_dedicated_shards_is_not_slower_than_bsp(spec, n, k, speed,
+                                                                          gbps, overlap):
+    """Lockstep is a schedule ASP can keep: where the network puts every worker at or above
+    BSP's period, ASP takes BSP's; where it puts the fast workers below it and the slow one
+    above, their mean may exceed BSP's a little (at most 0.83% in 300 random clusters)."""
+    w = make_workload(spec, update_s_per_byte=1e-10)
+    cluster = {"workers": [{"name": "fast", "count": n - 1}, {"name": "slow", "speed": speed}],
+               "bandwidth": gbps * 1e9, "ps": k}
+    kw = {"workload": w, "cluster": cluster, "overlap": overlap}
+    asp = predict(sync="asp", **kw).iteration_time_s
+    assert asp <= predict(sync="bsp", **kw).iteration_time_s * 1.01
