@@ -9,7 +9,7 @@ by :mod:`ddlperf.topology`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -67,6 +67,9 @@ class GroupPlan:
     comm_wall_s_per_byte: float = 0.0
     # the same per byte it moves over a fabric that costs host CPU (loopback TCP; 0: none)
     intra_wall_s_per_byte: float = 0.0
+    # (name, workers) of the cluster's groups this one joins, in order, where the cluster gave
+    # identical workers apart (``workers: [{name: a}, {name: b}]``); empty: one, ``name``
+    members: tuple[tuple[str, int], ...] = ()
 
     @property
     def servers(self) -> int:
@@ -331,6 +334,7 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
         groups.append(_plan_group(workload, cluster, strategy, segment, first, notes))
         _check_memory(workload, segment.group.source, memory, notes)
         first += segment.servers * segment.group.gpus
+    groups = join_identical(groups)
     hierarchical = strategy.arch == "allreduce" and strategy.allreduce == "hierarchical"
     if hierarchical and len({g.gpus for g in groups}) > 1:
         raise InputError("--allreduce", "hierarchical all-reduce needs the same number of "
@@ -363,6 +367,61 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
         connection_cap=math.inf if transport is None else transport.cap_bytes_per_s,
         receive_cap=math.inf if transport is None else transport.receive_bytes_per_s,
     )
+
+
+# what two groups may differ in and still be one class of identical workers
+_PLACE_FIELDS = frozenset({"name", "first", "count", "first_server", "members"})
+
+
+def join_identical(groups: list[GroupPlan]) -> list[GroupPlan]:
+    """Consecutive groups of identical workers as one group.
+
+    A cluster may list identical workers apart (``workers: [{name: a}, {name: b}]``, one
+    entry per host); they are one class all the same. The predictors treat a group as one
+    class: the queueing network's exact single-class solution, the lockstep of identical
+    workers, the simulator's random phases and symmetry. So two identical hosts listed apart
+    must predict what ``workers: 2`` predicts; ``members`` keeps their names for the output.
+    """
+    joined: list[GroupPlan] = []
+    for group in groups:
+        last = joined[-1] if joined else None
+        if last is not None and _same_class(last, group) \
+                and group.first == last.first + last.count \
+                and group.first_server == last.first_server + last.servers:
+            members = (last.members or ((last.name, last.count),)) + (
+                group.members or ((group.name, group.count),))
+            joined[-1] = replace(last, count=last.count + group.count, members=members)
+        else:
+            joined.append(group)
+    return joined
+
+
+def _same_class(a: GroupPlan, b: GroupPlan) -> bool:
+    for f in fields(GroupPlan):
+        if f.name in _PLACE_FIELDS:
+            continue
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            if not np.array_equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def member_runs(group: GroupPlan, first: int, count: int) -> list[tuple[str, int, int]]:
+    """(group name, first worker, workers) of workers ``first`` … ``first + count - 1`` of
+    ``group``, by the names the cluster gave them (:func:`join_identical`). A view that
+    changed the group's count (a colocated host split off) keeps its own name."""
+    if not group.members or sum(c for _, c in group.members) != group.count:
+        return [(group.name, first, count)]
+    runs, start = [], group.first
+    for name, members in group.members:
+        lo, hi = max(start, first), min(start + members, first + count)
+        if lo < hi:
+            runs.append((name, lo, hi - lo))
+        start += members
+    return runs
 
 
 def transport_note(transport: Transport, strategy: Strategy) -> str:

@@ -13,7 +13,7 @@ from ddlperf.cluster import TCP_ETHERNET_GOODPUT
 from ddlperf.prediction import Prediction, ResourceUse, WorkerGroups, WorkerResult
 from ddlperf.predictors.server_links import ps_intra_share
 from ddlperf.predictors.timeline import backward_ready, serial_finish
-from ddlperf.scenario import Scenario
+from ddlperf.scenario import Scenario, member_runs
 
 
 @dataclass
@@ -67,11 +67,12 @@ def assemble(
                  for g, t in zip(sc.groups, times)]
     runs = []
     for group, t in zip(sc.groups, times):
-        template = WorkerResult(
-            group.worker_name(), group.name, group.device, group.batch_size, t.iteration_s,
-            group.batch_size / t.iteration_s, t.compute_s, t.communication_s, t.wait_s,
-        )
-        runs.append((template, group.first, group.count))
+        for name, first, count in member_runs(group, group.first, group.count):
+            template = WorkerResult(
+                sc.worker_name(first), name, group.device, group.batch_size, t.iteration_s,
+                group.batch_size / t.iteration_s, t.compute_s, t.communication_s, t.wait_s,
+            )
+            runs.append((template, first, count))
     workers = WorkerGroups(runs, sc.worker_name)
     counts = [g.count for g in sc.groups]
     n = sum(counts)

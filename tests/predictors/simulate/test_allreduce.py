@@ -84,7 +84,9 @@ def test_ring_edges_group_identical_pairs():
                              make_strategy(arch="allreduce")), individual=False)
     edges = ring_edges(one)
     assert [(e.count, e.src.index, e.dst.index) for e in edges] == [(1024, 0, 0)]
-    mixed = make_units(resolve(w, make_cluster({"workers": [{"count": 3}, {"count": 2}]},
+    # (two groups that differ: identical ones join into one, scenario.join_identical)
+    mixed = make_units(resolve(w, make_cluster({"workers": [{"count": 3},
+                                                            {"count": 2, "speed": 0.5}]},
                                                arch="allreduce"),
                                make_strategy(arch="allreduce")), individual=False)
     edges = ring_edges(mixed)

@@ -26,7 +26,7 @@ from ddlperf.predictors.analytic import (
 from ddlperf.predictors.rings import ring_intra_share, ring_phases
 from ddlperf.predictors.server_links import ps_intra_share
 from ddlperf.predictors.simulate.run import RunResult
-from ddlperf.scenario import Scenario
+from ddlperf.scenario import Scenario, member_runs
 
 
 def assemble_simulated(
@@ -42,11 +42,12 @@ def assemble_simulated(
     runs_of_workers = []
     for u, unit in enumerate(units):
         g = unit.group
-        template = WorkerResult(
-            sc.worker_name(unit.first), g.name, g.device, g.batch_size, float(iteration[u]),
-            g.batch_size / float(iteration[u]), float(compute[u]), float(communication[u]),
-            float(wait[u]))
-        runs_of_workers.append((template, unit.first, unit.count))
+        for name, first, count in member_runs(g, unit.first, unit.count):
+            template = WorkerResult(
+                sc.worker_name(first), name, g.device, g.batch_size, float(iteration[u]),
+                g.batch_size / float(iteration[u]), float(compute[u]),
+                float(communication[u]), float(wait[u]))
+            runs_of_workers.append((template, first, count))
     counts = np.array([u.count for u in units], dtype=float)
     batches = np.array([u.group.batch_size for u in units], dtype=float)
     n = counts.sum()
