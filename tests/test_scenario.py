@@ -22,7 +22,7 @@ def _resolve(cluster: dict) -> object:
 def test_identical_hosts_listed_apart_are_one_group_that_keeps_their_names():
     sc = _resolve(APART)
     (group,) = sc.groups
-    assert group.count == 2 and group.members == (("a", 1), ("b", 1))
+    assert group.count == 2 and group.members == (("a", 0, 1), ("b", 1, 1))
     assert member_runs(group, 0, 2) == [("a", 0, 1), ("b", 1, 1)]
     assert member_runs(group, 1, 1) == [("b", 1, 1)]
 
@@ -60,10 +60,23 @@ def test_identical_servers_listed_apart_join_and_keep_their_gpu_names():
                        {"name": "y", "gpus": 2, "intra": "PCIe3"}],
              "bandwidth": "10Gbps", "ps": 1}
     (group,) = _resolve(nodes).groups
-    assert group.count == 4 and group.members == (("x", 2), ("y", 2))
+    assert group.count == 4 and group.members == (("x", 0, 2), ("y", 2, 2))
     p = predict(model="resnet50", cluster=nodes)
     assert [(w.name, w.group) for w in p.workers] == [
         ("node0/gpu0", "x"), ("node0/gpu1", "x"), ("node1/gpu0", "y"), ("node1/gpu1", "y")]
     together = predict(model="resnet50", cluster={**nodes, "nodes": [
         {"name": "x", "count": 2, "gpus": 2, "intra": "PCIe3"}]})
+    assert p.iteration_time_s == pytest.approx(together.iteration_time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["analytic", "simulate"])
+def test_names_survive_a_view_that_splits_the_group(method):
+    """Colocated shards split the host of a shard off its group (a view of its own); each
+    worker keeps the name its entry gave it."""
+    cluster = {"workers": [{"name": "a"}, {"name": "b"}, {"name": "c"}], "bandwidth": "1Gbps",
+               "ps": {"count": 1, "placement": "colocated"}}
+    p = predict(model="mobilenet_v2", cluster=cluster, sync="asp", method=method)
+    assert [(w.name, w.group) for w in p.workers] == [("w0", "a"), ("w1", "b"), ("w2", "c")]
+    together = predict(model="mobilenet_v2", sync="asp", method=method,
+                       cluster={**cluster, "workers": 3})
     assert p.iteration_time_s == pytest.approx(together.iteration_time_s, rel=1e-12)

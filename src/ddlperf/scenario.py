@@ -67,9 +67,10 @@ class GroupPlan:
     comm_wall_s_per_byte: float = 0.0
     # the same per byte it moves over a fabric that costs host CPU (loopback TCP; 0: none)
     intra_wall_s_per_byte: float = 0.0
-    # (name, workers) of the cluster's groups this one joins, in order, where the cluster gave
-    # identical workers apart (``workers: [{name: a}, {name: b}]``); empty: one, ``name``
-    members: tuple[tuple[str, int], ...] = ()
+    # (name, first worker, workers) of the cluster's groups this one joins, in order, where
+    # the cluster gave identical workers apart (``workers: [{name: a}, {name: b}]``); empty:
+    # one, ``name``
+    members: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def servers(self) -> int:
@@ -388,8 +389,8 @@ def join_identical(groups: list[GroupPlan]) -> list[GroupPlan]:
         if last is not None and _same_class(last, group) \
                 and group.first == last.first + last.count \
                 and group.first_server == last.first_server + last.servers:
-            members = (last.members or ((last.name, last.count),)) + (
-                group.members or ((group.name, group.count),))
+            members = (last.members or ((last.name, last.first, last.count),)) + (
+                group.members or ((group.name, group.first, group.count),))
             joined[-1] = replace(last, count=last.count + group.count, members=members)
         else:
             joined.append(group)
@@ -411,17 +412,14 @@ def _same_class(a: GroupPlan, b: GroupPlan) -> bool:
 
 def member_runs(group: GroupPlan, first: int, count: int) -> list[tuple[str, int, int]]:
     """(group name, first worker, workers) of workers ``first`` … ``first + count - 1`` of
-    ``group``, by the names the cluster gave them (:func:`join_identical`). A view that
-    changed the group's count (a colocated host split off) keeps its own name."""
-    if not group.members or sum(c for _, c in group.members) != group.count:
-        return [(group.name, first, count)]
-    runs, start = [], group.first
-    for name, members in group.members:
+    ``group``, by the names the cluster gave them (:func:`join_identical`); by worker number,
+    so a view that splits the group (a colocated host apart) keeps them."""
+    runs = []
+    for name, start, members in group.members:
         lo, hi = max(start, first), min(start + members, first + count)
         if lo < hi:
             runs.append((name, lo, hi - lo))
-        start += members
-    return runs
+    return runs or [(group.name, first, count)]
 
 
 def transport_note(transport: Transport, strategy: Strategy) -> str:
