@@ -105,27 +105,30 @@ def test_asp_on_dedicated_shards_at_one_rate_takes_lockstep_where_the_network_is
     assert asp.arrangement is None  # lockstep is the prediction itself
 
 
-def test_asp_of_workers_at_two_speeds_takes_lockstep_where_the_network_puts_all_above_it(
+def test_asp_of_workers_at_two_speeds_pins_the_slowest_at_lockstep_where_the_network_is_slower(
         tmp_path):
     """One of two workers at 0.7 speed on two dedicated shards: the network put ASP 13% above
-    BSP (and above SSP with any staleness); the simulator's slow worker ends at BSP's period
+    BSP (and above SSP with any staleness). The simulator's slow worker ends at BSP's period
     and the fast one a little faster, as the measured row fresh20-asp-2w-2s-slow07-50m did
-    (1.832 s against BSP's 1.845 s)."""
+    (1.861 and 1.803 s against BSP's 1.845 s): the slowest at BSP's period, the fast one
+    faster in the network's proportion."""
     cluster = {"workers": [{"name": "fast", "count": 1}, {"name": "slow", "speed": 0.7}],
                "bandwidth": "50Mbps", "ps": 2}
     kw = {"workload": _toy(tmp_path), "cluster": cluster}
     asp = predict(sync="asp", **kw)
     bsp = predict(sync="bsp", **kw)
-    assert asp.iteration_time_s == pytest.approx(bsp.iteration_time_s, rel=1e-12)
-    assert asp.iteration_time_s <= predict(sync="ssp", staleness=3, **kw).iteration_time_s
-    # nobody waits at a barrier under ASP: the fast worker's extra time is communication
     fast, slow = asp.workers
+    assert slow.iteration_time_s == pytest.approx(bsp.iteration_time_s, rel=1e-12)
+    assert fast.iteration_time_s < slow.iteration_time_s
+    assert asp.iteration_time_s < bsp.iteration_time_s
+    assert asp.iteration_time_s <= predict(sync="ssp", staleness=3, **kw).iteration_time_s
+    # nobody waits at a barrier under ASP
     assert fast.wait_s == 0.0 and slow.wait_s == 0.0
-    assert fast.communication_s > slow.communication_s
     assert bsp.workers[0].wait_s > 0.05
     simulated = predict(sync="asp", method="simulate", **kw)
-    assert simulated.iteration_time_s <= asp.iteration_time_s
-    assert asp.iteration_time_s == pytest.approx(simulated.iteration_time_s, rel=0.03)
+    assert asp.iteration_time_s == pytest.approx(simulated.iteration_time_s, rel=0.01)
+    for mine, theirs in zip(asp.workers, simulated.workers):
+        assert mine.iteration_time_s == pytest.approx(theirs.iteration_time_s, rel=0.02)
 
 
 def test_asp_of_workers_at_two_speeds_keeps_the_network_below_lockstep(tmp_path):

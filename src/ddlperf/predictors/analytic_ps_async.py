@@ -4,7 +4,8 @@ ASP: mean value analysis (:mod:`ddlperf.predictors.queueing`) — workers are de
 (think time = compute), shard downlinks, uplinks and update processors are queues — so
 throughput saturates at the PS bottleneck; multi-class (Schweitzer) for mixed workers. On
 dedicated shards never slower than BSP's schedule where the network puts every worker at or
-above it (lockstep is a schedule ASP can keep). SSP(s ≥ 1): BSP's schedule where ASP would
+above it (lockstep is a schedule ASP can keep; workers at several rates: the slowest at BSP's
+period, the others faster in the network's proportion). SSP(s ≥ 1): BSP's schedule where ASP would
 let some workers run faster (the bound then holds them), ASP where ASP gives every worker one
 rate; never worse than BSP.
 """
@@ -306,11 +307,12 @@ def ps_async(sc: Scenario, bsp: tuple[list[GroupTime], float, list[ResourceUse]]
     the other (no more workers than shards: 9-14% above BSP, where the simulator from random
     phases ends at BSP's period and seven measured rows, ``fresh17-*`` and ``fresh18-*``,
     came within 1.4% of it). Without this, ASP came out slower than SSP with any staleness.
-    The same where workers run at several rates and the network puts every one of them at or
-    above BSP's period (one worker slower in compute: 7-19% above BSP where the simulator's
-    slowest worker ends at BSP's period and the others a little faster; four measured rows,
-    ``fresh20-*``, at 0.91-0.99 of BSP's period, the slow worker within 6.3% of it); a faster
-    worker's time beyond its compute is then communication, not a wait.
+    Workers at several rates that the network puts at or above BSP's period (one worker
+    slower in compute: 7-19% above BSP) are capped too: the slowest at BSP's period, the
+    others faster in the network's proportion (:func:`_slowest_in_lockstep`), as the
+    simulator's and the measured runs' slow workers sat at BSP's period and their fast ones
+    2-11% under it (``fresh20-*``; ``fresh21-*``, tested before their runs: mean errors
+    +6.6/+14.5/+17.6% with BSP's period for everyone, +0.9/+8.6/+12.1% in proportion).
     Not with colocated shards: a host's NIC carries its worker's pull and the other workers'
     pushes to its shard, which lockstep keeps apart and ASP's phases do not, and the
     simulator's ASP runs 13-69% above BSP's period there (two or four hosts of as many
@@ -324,18 +326,19 @@ def ps_async(sc: Scenario, bsp: tuple[list[GroupTime], float, list[ResourceUse]]
     if _one_rate(times) and period >= bsp[1]:
         return bsp
     if all(t.iteration_s >= bsp[1] for t in times):  # workers at several rates
-        return _lockstep_without_barrier(bsp)
+        return _slowest_in_lockstep(sc, times, bsp[1])
     return result
 
 
-def _lockstep_without_barrier(bsp: tuple[list[GroupTime], float, list[ResourceUse]]
-                              ) -> tuple[list[GroupTime], float, list[ResourceUse]]:
-    """BSP's schedule as ASP runs it: nobody waits at a barrier, so a faster worker's time
-    beyond its compute is communication (its transfers meet the slower workers' on the
-    links), not a wait."""
-    times, period, resources = bsp
-    return ([replace(t, communication_s=t.communication_s + t.wait_s, wait_s=0.0)
-             for t in times], period, resources)
+def _slowest_in_lockstep(sc: Scenario, times: list[GroupTime], bsp_period: float
+                         ) -> tuple[list[GroupTime], float, list[ResourceUse]]:
+    """Workers at several rates that the network puts at or above BSP's period: the slowest
+    at BSP's period (the faster ones' transfers line up with its own, as in lockstep), the
+    others faster in the network's proportion (free of the barrier; the wait the network
+    adds at a shard taken as the same factor for every worker)."""
+    scale = bsp_period / max(t.iteration_s for t in times)
+    periods = np.array([t.iteration_s * scale for t in times])
+    return _async_result(sc, periods, np.zeros(len(times)))
 
 
 def _network_async(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
