@@ -299,8 +299,7 @@ def _recheck(result: PlanResult, target: Target, limit: int, options: dict[str, 
                                  "servers": row["servers"], "arch": row["arch"],
                                  "ps": row["ps"], "sync": row["sync"],
                                  "analytic_throughput": row["throughput_samples_per_s"]}
-        if row["sync"].split("(")[0] in ("asp", "ssp") \
-                and row["workers"] > MAX_ASYNC_RECHECK_WORKERS:
+        if row["kwargs"]["sync"] in ("asp", "ssp") and row["workers"] > MAX_ASYNC_RECHECK_WORKERS:
             entry["skipped"] = (
                 f"{row['sync'].upper()} with {row['workers']} workers: the simulator runs each "
                 "at a phase of its own, minutes at this size; check it with 'ddlperf predict "
