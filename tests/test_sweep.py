@@ -96,6 +96,30 @@ def test_unknown_axis():
         sweep({"nodes": [1]})
 
 
+
+def test_simulate_options_reach_every_simulated_point():
+    """Before: sweep(method='simulate', jitter=…, seed=…) gave the noise-free figure."""
+    options = dict(iterations=10, jitter=0.2, seed=3)
+    rows = sweep({"workers": [2, 3]}, method="simulate", model="resnet18", ps=1, **options)
+    for row in rows:
+        p = predict("resnet18", workers=row["workers"], ps=1, method="simulate", **options)
+        assert row["iteration_time_s"] == p.iteration_time_s
+    plain = sweep({"workers": [2]}, method="simulate", model="resnet18", ps=1, iterations=10)
+    assert plain[0]["iteration_time_s"] != rows[0]["iteration_time_s"]
+
+
+def test_misspelt_or_per_run_keywords_are_refused():
+    """Before: a misspelt keyword (bandwith=) silently ran the default 10 Gbit/s."""
+    with pytest.raises(TypeError, match="did you mean 'bandwidth'"):
+        sweep({"workers": [2]}, model="resnet18", bandwith="1Gbps")
+    with pytest.raises(InputError, match="'trace'"):
+        sweep({"workers": [2]}, method="simulate", trace="t.json")
+    with pytest.raises(InputError, match="--iterations"):
+        sweep({"workers": [2]}, method="simulate", iterations=0)
+    with pytest.warns(UserWarning, match="only apply to method='simulate'"):
+        rows = sweep({"workers": [2]}, model="resnet18", seed=4)
+    assert rows[0]["iteration_time_s"] == predict("resnet18", workers=2).iteration_time_s
+
 def test_cli_csv_plot_json(tmp_path):
     out_csv, out_png = tmp_path / "s.csv", tmp_path / "s.png"
     result = runner.invoke(app, ["sweep", "--workers", "1,4", "--ps", "1,2", "--csv",

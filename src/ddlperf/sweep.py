@@ -23,6 +23,7 @@ from typing import Any
 from ddlperf.api import (
     DEFAULTS,
     METHODS,
+    SIMULATE_OPTIONS,
     make_cluster,
     make_strategy,
     make_workload,
@@ -43,6 +44,9 @@ AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumul
 SERVER_FIELDS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "transport")
 _STRATEGY_KEYS = ("arch", "sync", "staleness", "sharding", "overlap", "bucket_size",
                   "allreduce", "local_aggregation", "step_barrier")
+# The simulate options a sweep passes to every point's simulation; the others (``trace``,
+# ``timeline``, a prediction's own ``jobs``) describe one run, not a grid of them.
+SWEEP_SIMULATE_OPTIONS = ("iterations", "warmup", "seed", "replications", "jitter")
 # Below this many points a process pool costs more than it saves (points predicted one by one,
 # ~1 ms each; also the floor for an explicit ``jobs``).
 MIN_POINTS_PER_JOB = 200
@@ -127,6 +131,36 @@ def check_axes(axes: dict[str, Sequence[Any]]) -> None:
             raise InputError(f"sweep axis {name!r}", "has no values", "give at least one")
 
 
+def check_fixed(fixed: dict[str, Any], method: str) -> None:
+    """The fixed keywords are :func:`ddlperf.api.predict`'s (a misspelt one is a TypeError
+    with a suggestion, as there, not a silent default) and the simulate options a grid can
+    take; with the analytic method simulate options have no effect (a warning)."""
+    import inspect
+
+    from ddlperf.api import scenario
+
+    known = [*inspect.signature(scenario).parameters, *SWEEP_SIMULATE_OPTIONS]
+    per_run = sorted(set(fixed) & (set(SIMULATE_OPTIONS) - set(SWEEP_SIMULATE_OPTIONS)))
+    if per_run:
+        raise InputError(f"sweep option {per_run[0]!r}", "describes one simulation, not a grid",
+                         "use predict(..., method='simulate') for one point")
+    unknown = sorted(set(fixed) - set(known))
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], known)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TypeError(f"sweep() got an unexpected keyword argument {unknown[0]!r}{hint}")
+    given = [k for k in SWEEP_SIMULATE_OPTIONS if fixed.get(k) is not None]
+    if given and method != "simulate":
+        warnings.warn(f"sweep: {', '.join(given)} only apply to method='simulate'; the "
+                      f"{method} method ignores them", stacklevel=3)
+    if given:
+        from ddlperf.predictors.simulate.runner import check_options
+
+        check_options(*(fixed.get(k) for k in SWEEP_SIMULATE_OPTIONS), None, None)
+
+
 def _normalise(point: dict[str, Any], fixed: Collection[str]) -> set[str]:
     """Make ``point`` a valid scenario (see :func:`grid`); the keys a rule overrode."""
     overridden: set[str] = set()
@@ -161,7 +195,11 @@ def _predict_points(
     """Rows for ``points``: batched where points differ only in numbers, else one by one.
 
     Chunks of the same sweep (``sweep_id``) that run in this process share its caches.
+    ``fixed`` may hold simulate options (:data:`SWEEP_SIMULATE_OPTIONS`): every simulated
+    point gets them.
     """
+    options = {k: fixed[k] for k in SWEEP_SIMULATE_OPTIONS if fixed.get(k) is not None}
+    fixed = {k: v for k, v in fixed.items() if k not in SWEEP_SIMULATE_OPTIONS}
     state = _state_for(sweep_id)
     rows: list[dict[str, Any] | None] = [None] * len(points)
     batches: dict[tuple[Any, ...], tuple[Any, list[int], list[int], list[tuple[float, ...]]]] = {}
@@ -178,7 +216,7 @@ def _predict_points(
             check = i + 1 + (MAX_CACHED - _ENTRIES_PER_POINT - state.size()) // _ENTRIES_PER_POINT
         planned = _plan(spec, state) if batched else None
         if planned is None:
-            rows[i] = _predict_one(point, spec, method, state)
+            rows[i] = _predict_one(point, spec, method, state, options)
             continue
         key, template, workers, values = planned
         batch = by_identity.get(id(key))  # a template's key is one shared object
@@ -443,8 +481,10 @@ def _lockstep_one(spec: dict[str, Any], state: _State, iteration_s: float) -> fl
 
 
 def _predict_one(
-    point: dict[str, Any], spec: dict[str, Any], method: str, state: _State
+    point: dict[str, Any], spec: dict[str, Any], method: str, state: _State,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """One point's row; ``options``: the simulate options (``iterations``, ``seed``, …)."""
     from ddlperf.predictors.arrangement import lockstep_figure
 
     row: dict[str, Any] = dict(point)
@@ -453,7 +493,7 @@ def _predict_one(
         if method == "simulate":
             from ddlperf.predictors.simulate import predict_simulate
 
-            prediction = predict_simulate(scenario)
+            prediction = predict_simulate(scenario, **(options or {}))
         else:
             from ddlperf.predictors.analytic import predict_analytic
 
@@ -557,7 +597,8 @@ def iter_sweep(
         raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")
     if "config" in fixed:  # the name before it matched predict(cluster=…)
         fixed["cluster"] = fixed.pop("config")
-    names = {k for k, v in fixed.items() if v is not None}
+    check_fixed(fixed, method)
+    names = {k for k, v in fixed.items() if v is not None and k not in SWEEP_SIMULATE_OPTIONS}
     check_axes(axes)  # before anything runs
     if "model" not in axes and fixed.get("workload") is None:
         fixed.setdefault("model", DEFAULTS["model"])
