@@ -14,7 +14,8 @@ Changes: ``colocated_nics`` (BSP with colocated shards as a fluid network, Decem
 ``rack_links`` (ASP workers meeting at their rack's links, December 2026),
 ``ssp_silent_host`` (SSP holding only a host of every shard, December 2026),
 ``colocated_async`` (ASP/SSP's queueing network with a station per NIC, December 2026) and
-``asp_lockstep_cap`` (ASP at one rate never slower than BSP's schedule, December 2026).
+``asp_lockstep_cap`` (ASP at one rate never slower than BSP's schedule, December 2026),
+``one_class_links`` (one class crossing NICs or racks: the exact recursion, December 2026).
 A change of the compute catalog alone moves both predictors alike and is re-frozen whole
 (``tests/predictors/analytic_reference_cases.py``, key ``catalog``), not here.
 """
@@ -108,6 +109,19 @@ CHANGES: dict[str, tuple[str, Callable[[dict[str, Any]], bool], float]] = {
         "(tools/refreeze_reference_rows.py asp_lockstep_cap), their mean distance to the "
         "simulator 3.1% -> 0.2%, the most 20.5% -> 4.4%, none further; nothing else",
         lambda point: point.get("sync") == "asp", SAME),
+    "one_class_links": (
+        "ASP (and SSP run as ASP) of one worker class whose transfers cross a server's NIC or "
+        "a rack's link together with the shard's: the exact mean value recursion over the "
+        "population (queueing._one_class_together) instead of Bard-Schweitzer's fixed point, "
+        "and a link faster than all its senders at once is no station "
+        "(analytic_ps_async._shared_link_stations; December 2026, issue 11: a 1 Tbit/s rack "
+        "uplink moved ASP of two 100 Gbit hosts by +5.0%, colocated mixed servers by up to "
+        "+63%): only such rows changed and were re-frozen (tools/refreeze_reference_rows.py "
+        "one_class_links), each at least as near the simulator; nothing else",
+        lambda point: (point.get("arch", "ps") == "ps" and point.get("sync") in ("asp", "ssp")
+                       and ((point.get("gpus_per_node") or 1) > 1
+                            or point.get("rack_size") is not None)),
+        SAME),
 }
 
 

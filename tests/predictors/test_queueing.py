@@ -101,3 +101,23 @@ def test_labels_per_class_count_a_flow_only_for_its_own_residence():
                    together=np.array([0, 0]))
     assert per_class[0] == pytest.approx(whole[0], rel=1e-6)  # its own transfer: the NIC
     assert per_class[1] > whole[1]
+
+
+def test_an_idle_station_crossed_together_changes_nothing_for_one_class():
+    # a fast rack link beside the shard's: the transfer lasts the shard's residence, and the
+    # exact recursion (not Bard-Schweitzer's fixed point, which moved such a job by 5%) gives
+    # the network without that station
+    z, n = np.array([0.05]), np.array([2.0])
+    d = np.array([[0.5]])
+    alone, _ = mva(z, d, n)
+    with_link, _ = mva(z, np.array([[0.5], [0.001]]), n, copies=np.array([1.0, 1.0]),
+                       together=np.array([0, 0]))
+    assert with_link[0] == pytest.approx(alone[0], rel=1e-12)
+
+
+def test_uniform_copies_of_one_class_are_exact():
+    # 3 copies of 2 customers: three exact networks of 2 side by side
+    z, d = np.array([0.4]), np.array([[0.3], [0.1]])
+    pair, _ = mva(z, d, np.array([2.0]))
+    split, _ = mva(z, d, np.array([6.0]), copies=np.array([3.0, 3.0]))
+    assert split[0] == pytest.approx(3 * pair[0], rel=1e-12)

@@ -286,3 +286,26 @@ def test_asp_workers_meet_at_their_racks_uplink_as_customers_of_their_own(gpus, 
     simulated = predict(workload=workload, cluster=cluster, sync="asp", method="simulate",
                         iterations=30)
     assert asp.iteration_time_s == pytest.approx(simulated.iteration_time_s, rel=0.04)
+
+
+@pytest.mark.parametrize("sync", ["asp", "ssp"])
+@pytest.mark.parametrize("cluster", [
+    # two 100 Gbit one-GPU hosts on a 10 Gbit shard (was +5.0% with the rack)
+    {"workers": [{"count": 2, "bandwidth": "100Gbps"}], "ps": {"count": 1, "bandwidth": "10Gbps"}},
+    # colocated shards on mixed servers, the rack holding all of them (was +22%)
+    {"nodes": [{"name": "a", "count": 2, "gpus": 4, "nics": 2, "bandwidth": "100Gbps",
+                "intra": "150GB/s"},
+               {"name": "b", "count": 2, "gpus": 4, "bandwidth": "1Gbps", "intra": "PCIe3"}],
+     "ps": {"count": 2, "placement": "colocated"}},
+])
+def test_a_rack_link_that_cannot_bind_changes_nothing(sync, cluster):
+    """A rack uplink at least as fast as all its servers' NICs together carries whatever they
+    send without holding anyone back (or carries nothing: every shard in the rack)."""
+    kw = dict(model="resnet50", sync=sync, staleness=1 if sync == "ssp" else None)
+    bare = predict(cluster=cluster, **kw)
+    for servers, uplink in ((1, "1Tbps"), (4, "1Tbps"), (4, "2Tbps")):
+        racked = predict(cluster={**cluster, "racks": {"servers": servers, "uplink": uplink}},
+                         **kw)
+        assert racked.iteration_time_s == pytest.approx(bare.iteration_time_s, rel=1e-9)
+        assert racked.throughput_samples_per_s == pytest.approx(
+            bare.throughput_samples_per_s, rel=1e-9)

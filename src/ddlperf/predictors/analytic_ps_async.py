@@ -205,15 +205,26 @@ def independent_gpus(sc: Scenario, group: GroupPlan) -> bool:
     period apart, where GPUs still together ran 20% slower (docs/models.md), as two workers on
     a dedicated shard do (unlike :func:`remote_pair`). A job of thousands of iterations is
     parted, so each GPU is a customer of its own, meeting its server's other GPUs at the NIC
-    and its rack's other workers at the rack's links. Not with a shard on the group's servers,
-    nor with racks that hold shards (their links carry others' pulls); local aggregation
-    (BSP only) has a server's GPUs wait for each other every iteration.
+    and its rack's other workers at the rack's links (:func:`rack_stations`). Not with a shard
+    on the group's servers; local aggregation (BSP only) has a server's GPUs wait for each
+    other every iteration. One-GPU hosts are customers of their own anyway; they count here
+    only where their rack's links are stations.
+
+    Racks do not decide whether a server's GPUs part at its NIC: that made a rack that
+    carries nothing (every server and shard in it) move ASP on colocated servers by 22-63%.
     """
     if sc.strategy.local_aggregation or any(host_workers(shard, group) for shard in sc.shards):
         return False
-    if sc.racks is not None:
-        return all(shard.host is None for shard in sc.shards)
-    return group.gpus > 1
+    return group.gpus > 1 or rack_stations(sc)
+
+
+def rack_stations(sc: Scenario) -> bool:
+    """Whether racks' links are queueing stations of the ASP network: racks, and every shard
+    dedicated (outside every rack), so that all a worker moves crosses its rack's links. A
+    rack that holds shards also carries others' pulls from them, which a station met by its
+    own workers' bytes does not describe; there a worker's path rate keeps its share of the
+    rack's link when all move at once (``topology.plan_servers``)."""
+    return sc.racks is not None and all(shard.host is None for shard in sc.shards)
 
 
 def gpu_alone(sc: Scenario, group: GroupPlan) -> GroupPlan:
@@ -223,8 +234,14 @@ def gpu_alone(sc: Scenario, group: GroupPlan) -> GroupPlan:
     if not independent_gpus(sc, group):
         return group
     fabric = math.inf if group.intra is None else group.intra
-    rack_up, rack_down = ((math.inf, math.inf) if sc.racks is None
-                          else (sc.racks.up, sc.racks.down))
+    rack_up, rack_down = math.inf, math.inf
+    racks = sc.racks
+    if racks is not None and group.rack is not None:
+        if rack_stations(sc):
+            rack_up, rack_down = racks.up, racks.down
+        elif racks.crossing and racks.crossing[group.rack] > 0:  # its share, all at once
+            share = float(sc.placement.sum()) / racks.crossing[group.rack]
+            rack_up, rack_down = racks.up * share, racks.down * share
     return replace(group, gpus=1, up=min(group.nic_up, fabric, rack_up),
                    down=min(group.nic_down, fabric, rack_down))
 
@@ -252,7 +269,7 @@ def _shared_link_stations(sc: Scenario, alone: list[GroupPlan]) -> list[Station]
         if g.gpus > 1:
             links.append((g.nic_name("uplink"), g.nic_name("downlink"), own, g.nic_up,
                           g.nic_down, low_up, low_down, g.servers))
-        if racks is not None and g.rack is not None:
+        if racks is not None and g.rack is not None and rack_stations(sc):
             if g.whole_racks:
                 links.append((racks.name(g.rack, "uplink"), racks.name(g.rack, "downlink"),
                               own, racks.up, racks.down, low_up, low_down, g.whole_racks))
@@ -267,7 +284,12 @@ def _shared_link_stations(sc: Scenario, alone: list[GroupPlan]) -> list[Station]
                       racks.up, racks.down, inside * moved / own_up, inside * moved / own_down,
                       1))
     out: list[Station] = []
+    count = np.array([g.count for g in sc.groups], dtype=float)
     for up_name, down_name, visits, up_rate, down_rate, up_low, down_low, copies in links:
+        per_copy = visits * count / copies  # the workers that cross one copy
+        if (per_copy @ own_up <= up_rate * (1 + 1e-12)
+                and per_copy @ own_down <= down_rate * (1 + 1e-12)):
+            continue  # faster than all its senders at once: it never holds anyone back
         up = (visits * moved / up_rate, up_low)
         down = (visits * moved / down_rate, down_low)
         if overlap:  # pipelined with the rest: the busier direction
