@@ -294,6 +294,25 @@ def micro_batch_unattributed(group: GroupPlan, micro: int) -> float:
     return max(0.0, (group.unattributed_s - (micro - 1) * layers_s) / micro)
 
 
+def _shard_update(workload: Workload, segments: list[Segment]) -> float:
+    """A shard's optimizer seconds per byte by default: the workers' own (without their
+    ``speed``), i.e. the workload's rescaled to the device every worker runs on — the same
+    whether that device came with the workload (``--device``) or with the cluster's worker
+    entries (it moved a vgg16 job on H100s by 1.3% which way it was given). Workers on
+    several devices, or a workload from a device outside the catalog, keep the workload's."""
+    reference = _reference_device(workload)
+    if reference is None:
+        return workload.update_s_per_byte
+    devices = {(seg.group.source.resolved_device() or reference).name: (
+        seg.group.source.resolved_device() or reference) for seg in segments}
+    if len(devices) != 1:
+        return workload.update_s_per_byte
+    target = next(iter(devices.values()))
+    if target.name == reference.name:
+        return workload.update_s_per_byte
+    return workload.update_s_per_byte * _stream_rate(reference) / _stream_rate(target)
+
+
 def _stream_rate(device: Device) -> float:
     """Achievable memory bandwidth, bytes/s (what the optimizer step is bound by)."""
     return device.memory_bandwidth * device.achievable_bandwidth_share
@@ -346,7 +365,7 @@ def resolve(workload: Workload, cluster: Cluster, strategy: Strategy) -> Scenari
         ps_up, ps_down = cluster.ps_up() * rate, cluster.ps_down() * rate
         update = cluster.ps.update_s_per_byte
         if update is None:
-            update = workload.update_s_per_byte
+            update = _shard_update(workload, segments)
         for k in range(cluster.ps.count):
             if cluster.ps.placement == "colocated":
                 host = _group_of_server(groups, k)
