@@ -29,3 +29,9 @@ def test_parse_intra_names_rates_and_unknown():
     assert parse_intra(1e11) == 1e11
     with pytest.raises(InputError, match=r"intra: unknown fabric 'PCIe6' — did you mean"):
         parse_intra("PCIe6")
+
+
+@pytest.mark.parametrize("value", ["-5GB/s", "0GB/s", "0"])
+def test_a_rate_out_of_range_is_named_as_a_rate_not_an_unknown_fabric(value):
+    with pytest.raises(InputError, match=r"intra: bandwidth must be a finite number > 0"):
+        parse_intra(value)

@@ -57,6 +57,8 @@ def parse_intra(value: Any, field: str = "intra") -> float:
         try:
             return parse_bandwidth(value, field)
         except InputError:
+            if value.strip()[:1] in "+-.0123456789":  # a rate, out of range: say so
+                raise
             from ddlperf.hardware import suggest
 
             raise InputError(
