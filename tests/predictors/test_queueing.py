@@ -121,3 +121,18 @@ def test_uniform_copies_of_one_class_are_exact():
     pair, _ = mva(z, d, np.array([2.0]))
     split, _ = mva(z, d, np.array([6.0]), copies=np.array([3.0, 3.0]))
     assert split[0] == pytest.approx(3 * pair[0], rel=1e-12)
+
+
+def test_classes_identical_but_in_name_are_one_class():
+    # 2 + 1 customers of one kind listed as two classes: the same network as one class of 3
+    # (before, Bard-Schweitzer's approximation for the pair, the exact recursion for one)
+    z, d, f = np.array([0.2]), np.array([[0.3], [0.1]]), np.array([[0.15], [0.1]])
+    one, r1 = mva(z, d, np.array([3.0]), floor=f)
+    two, r2 = mva(np.array([0.2, 0.2]), np.hstack([d, d]), np.array([2.0, 1.0]),
+                  floor=np.hstack([f, f]))
+    assert two.sum() == pytest.approx(one[0], rel=1e-12)
+    assert two[0] == pytest.approx(2 * two[1], rel=1e-12)  # per customer alike
+    assert r2[:, 0] == pytest.approx(r1[:, 0]) and r2[:, 1] == pytest.approx(r1[:, 0])
+    # classes that differ in anything stay apart
+    apart, _ = mva(np.array([0.2, 0.21]), np.hstack([d, d]), np.array([2.0, 1.0]))
+    assert apart.sum() != pytest.approx(one[0], rel=1e-9)

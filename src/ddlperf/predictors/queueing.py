@@ -37,6 +37,12 @@ def mva(
     back at one link takes only its bytes' worth of another: max-min sharing).
     """
     stations, classes = demand.shape
+    if classes > 1:
+        merged = _merge_identical(think, demand, population, floor, together)
+        if merged is not None:
+            index, (z, d, n, f, t) = merged
+            x, r = mva(z, d, n, iterations, f, copies, t)
+            return x[index] * population / n[index], r[:, index]
     split = np.ones((stations, 1)) if copies is None else np.asarray(copies, float)[:, None]
     # one class whose every station stands for the same k copies: k networks side by side,
     # each of population / k, solved exactly (the recursion below)
@@ -130,3 +136,33 @@ def _one_class_together(think: np.ndarray, demand: np.ndarray, population: np.nd
         throughput = n / (z + spent)
         queue = throughput * residence
     return np.array([throughput]), residence[:, None]
+
+
+def _merge_identical(
+    think: np.ndarray, demand: np.ndarray, population: np.ndarray, floor: np.ndarray | None,
+    together: np.ndarray | None,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None,
+                               np.ndarray | None]] | None:
+    """Classes that are one in all but name (think time, demands, floors, labels) as one class
+    of their summed population, and each class's merged class; None when all differ. Their
+    customers are interchangeable, so the network is the same; solved apart, a one-class job
+    listed as two groups (three hosts in racks of one, 2 + 1) took Bard–Schweitzer's
+    approximation where one group takes the exact recursion (4% apart)."""
+    keys = []
+    for c in range(len(think)):
+        parts = [np.asarray(think[c]).tobytes(), demand[:, c].tobytes(),
+                 b"" if floor is None else floor[:, c].tobytes(),
+                 b"" if together is None or np.ndim(together) == 1
+                 else np.asarray(together)[:, c].tobytes()]
+        keys.append(b"|".join(parts))
+    first: dict[bytes, int] = {}
+    index = np.array([first.setdefault(key, len(first)) for key in keys])
+    if len(first) == len(keys):
+        return None
+    reps = [keys.index(key) for key in first]
+    n = np.array([population[index == m].sum() for m in range(len(first))], dtype=float)
+    t = together
+    if together is not None and np.ndim(together) == 2:
+        t = np.asarray(together)[:, reps]
+    return index, (think[reps], demand[:, reps], n,
+                   None if floor is None else floor[:, reps], t)
