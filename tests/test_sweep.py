@@ -408,3 +408,21 @@ def test_sweep_rows_of_older_versions_without_the_lockstep_column_still_report(t
     result = runner.invoke(app, ["report", "--sweep", str(out_csv), "--out", str(page)])
     assert result.exit_code == 0, result.output
     assert "lockstep" not in page.read_text()
+
+
+def test_a_failed_sweep_leaves_existing_files_as_they_were(tmp_path):
+    """Before: every row failing deleted a --csv file that was there before; a failing --plot
+    path came after the CSV had been renamed into place; a bad --parquet name left the CSV's
+    temporary file behind."""
+    out = tmp_path / "s.csv"
+    out.write_text("keep\n")
+    result = runner.invoke(app, ["sweep", "--workers", "1,2", "--ps", "3",
+                                 "--placement", "colocated", "--csv", str(out)])
+    assert result.exit_code == 2 and out.read_text() == "keep\n"
+    for args in (["--plot", str(tmp_path / "s.csv" / "p.png")],
+                 ["--parquet", str(tmp_path / "x.pq2")],
+                 ["--html", "/proc/h.html"]):
+        result = runner.invoke(app, ["sweep", "--workers", "1,2", "--csv", str(out), *args])
+        assert result.exit_code == 2, args
+        assert out.read_text() == "keep\n", args
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv"], args

@@ -81,6 +81,10 @@ def make_workload(
 
     if model is not None and workload is not None:
         raise InputError("--model", "give either --model or --workload, not both")
+    for flag, name in (("--model", model), ("--device", device)):
+        if name is not None and not str(name).strip():  # not a silent fall-back to the default
+            raise InputError(flag, "is empty", "give a name (see 'ddlperf models' / 'ddlperf "
+                             "devices') or leave the flag out for the default")
     if batch_size is not None and batch_size <= 0:
         raise InputError("--batch-size", f"must be a positive integer, got {batch_size}")
     k = zoo.check_accumulation(1 if accumulation is None else accumulation)

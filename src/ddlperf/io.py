@@ -14,11 +14,24 @@ def check_writable(path: str | Path, field: str) -> Path:
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.exists():
+        if any(a.exists() and not a.is_dir() for a in parent.parents if str(a) != "."):
+            raise InputError(field, f"{str(parent)!r} lies under a file, not a directory",
+                             "choose another path")
         raise InputError(field, f"directory {str(parent)!r} does not exist", "create it first")
+    if not parent.is_dir():
+        raise InputError(field, f"{str(parent)!r} is a file, not a directory",
+                         "choose another path")
     if p.is_dir():
         raise InputError(field, f"{str(p)!r} is a directory", "give a file name")
     if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise InputError(field, f"{str(p)!r} is not writable", "choose another path")
+    try:  # what access() cannot tell (root, /proc, /sys, a read-only mount): try it
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".probe", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(field, f"{str(p)!r} is not writable ({exc.strerror or exc})",
+                         "choose another path") from None
     return p
 
 

@@ -127,20 +127,63 @@ def read_structured(path: str | Path, field: str) -> Any:
         raise InputError(field, f"cannot read {str(p)!r}: {exc}") from None
     if p.suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_unique_pairs)
         except json.JSONDecodeError as exc:
             raise InputError(
                 field, f"{p.name} is not valid JSON (line {exc.lineno}, column {exc.colno})",
                 "fix the syntax",
             ) from None
+        except _DuplicateKey as exc:
+            raise InputError(field, f"{p.name} gives key {exc.args[0]!r} twice in one object",
+                             "keep one of them") from None
     import yaml  # PyYAML loads only for YAML files (it is ~20 ms of start-up otherwise)
 
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", "") or ""
+        if problem.startswith("duplicate key"):
+            raise InputError(field, f"{p.name} gives {problem[len('duplicate '):]} twice in "
+                             f"one mapping{where}", "keep one of them") from None
         raise InputError(field, f"{p.name} is not valid YAML{where}", "fix the syntax") from None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (json keeps the last of two silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _unique_key_loader() -> Any:
+    """PyYAML's SafeLoader refusing a key given twice in one mapping (it keeps the last one
+    silently: ``workers: 4`` then ``workers: 8`` ran 8); keys a merge (``<<``) brings in may
+    still be overridden, as YAML means them to be."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen = set()
+            for key_node, _value in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
 
 
 def load_named_file(path: str | Path, field: str, model: type[M], list_key: str,

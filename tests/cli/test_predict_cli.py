@@ -80,7 +80,10 @@ def test_workload_file(tmp_path):
      (["--ps", "0"], "--ps"),
      (["--workload", "/nonexistent.json"], "does not exist"),
      (["--config", "/nonexistent.yaml"], "does not exist"),
-     (["--bucket-size", "0MB"], "--bucket-size")],
+     (["--bucket-size", "0MB"], "--bucket-size"),
+     (["--model", ""], "--model: is empty"),  # was resnet50, silently
+     (["--device", " "], "--device: is empty"),  # was V100, silently
+     (["--trace", "/proc/t.json", "--method", "simulate"], "not writable")],
 )
 def test_bad_input_is_one_line_exit_2(args, needle):
     result = invoke("predict", *args)
@@ -89,6 +92,18 @@ def test_bad_input_is_one_line_exit_2(args, needle):
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert needle in lines[0]
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("c.yaml", "workers: 4\nworkers: 8\nps: 1\n"),
+    ("c.json", '{"workers": 4, "workers": 8, "ps": 1}'),
+])
+def test_a_key_given_twice_is_refused(tmp_path, name, text):
+    """Before: the last one won silently (8 workers)."""
+    cfg = tmp_path / name
+    cfg.write_text(text)
+    result = invoke("predict", "--config", str(cfg))
+    assert result.exit_code == 2 and "'workers' twice" in result.stderr
 
 
 def test_malformed_config(tmp_path):

@@ -161,7 +161,8 @@ def sweep(
     fixed = {k: v for k, v in scenario.items() if not isinstance(v, list)}
     if fixed.get("workload") is not None and "model" in axes:
         raise InputError("--model", "give either --model or --workload, not both")
-    for path, flag in ((csv_path, "--csv"), (plot, "--plot"), (html, "--html")):
+    for path, flag in ((csv_path, "--csv"), (parquet, "--parquet"), (plot, "--plot"),
+                       (html, "--html")):
         if path is not None:
             check_writable(path, flag)
     axes = axes or dict(DEFAULT_AXIS)
@@ -184,33 +185,39 @@ def sweep(
                              "write them with --csv FILE or --parquet FILE (streamed)")
     only_files = (csv_path or parquet) and not (json_output or plot or html) \
         and total > MAX_TABLE_ROWS  # a table that long is read from the file, not the screen
-    rows, interrupted, written, done = _run(axes, fixed, method, jobs, executor,
+    rows, interrupted, writers, done = _run(axes, fixed, method, jobs, executor,
                                             executor_address, csv_path, parquet,
                                             total, progress, keep_rows=not only_files)
+    if not interrupted and rows is not None and all(r.get("error") for r in rows):
+        for writer in writers:  # nothing to show (a file there before stays as it was)
+            writer.discard()
+        raise fail(rows[0]["error"])
+    try:  # the plot and the report first: a file is renamed into place only if all succeed
+        cols = columns(rows) if rows else []
+        if rows and plot is not None:
+            from ddlperf.report.sweep_plot import plot_sweep
+
+            plot_sweep(rows, x, y, plot, title=plot_title(axes, fixed))
+        if rows and html is not None:
+            from ddlperf.report.html import sweep_report
+
+            write_atomic(html, sweep_report(rows, cols, x, y, plot_title(axes, fixed),
+                                            "ddlperf " + " ".join(sys.argv[1:])))
+    except BaseException:
+        for writer in writers:
+            writer.discard()
+        raise
+    written = [writer.close() for writer in writers]
     if interrupted:
         where = ("; they are in " + " and ".join(str(p) for p in written)) if written else ""
         print(f"interrupted: {done:,} of {total:,} rows finished{where}", file=sys.stderr)
         if not rows:
             raise typer.Exit(130)
-    elif rows is not None and all(r.get("error") for r in rows):
-        for path in written:  # nothing to show: the first reason is the answer
-            path.unlink(missing_ok=True)
-        raise fail(rows[0]["error"])
     if rows is None:
         console = make_console(wide)
         for path in written:
             console.print(f"{total:,} rows written to {path}")
         return
-    cols = columns(rows) if rows else []
-    if plot is not None:
-        from ddlperf.report.sweep_plot import plot_sweep
-
-        plot_sweep(rows, x, y, plot, title=plot_title(axes, fixed))
-    if html is not None:
-        from ddlperf.report.html import sweep_report
-
-        write_atomic(html, sweep_report(rows, cols, x, y, plot_title(axes, fixed),
-                                        "ddlperf " + " ".join(sys.argv[1:])))
     if json_output:
         print_json(rows)
         if interrupted:
@@ -241,9 +248,10 @@ MAX_TABLE_ROWS = 1_000
 def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: int,
          executor: str, address: str | None, csv_path: Path | None, parquet: Path | None,
          total: int, progress: bool | None, keep_rows: bool = True
-         ) -> tuple[list[dict[str, Any]] | None, bool, list[Path], int]:
+         ) -> tuple[list[dict[str, Any]] | None, bool, list[Any], int]:
     """Run the sweep, streaming rows to the files: (the rows, kept when few enough, else
-    None; whether Ctrl-C stopped it; the files written; rows finished)."""
+    None; whether Ctrl-C stopped it; the row writers, not yet closed: the caller renames
+    their files into place or discards them; rows finished)."""
     from ddlperf.cli.progress import progress_bar
     from ddlperf.executors import make_executor, sigint_deferred
     from ddlperf.report.rowfile import RowWriter
@@ -254,8 +262,16 @@ def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: i
         jobs = min(jobs or os.cpu_count() or 1, max(1, total // per_job))
     engine = make_executor(executor, address, jobs or None)
     numbers = [k for k in RESULT_COLUMNS if k != "bottleneck"]
-    writers = [RowWriter(path, flag, numbers=numbers) for path, flag in ((csv_path, "--csv"),
-                                                        (parquet, "--parquet")) if path]
+    writers: list[RowWriter] = []
+    try:
+        for path, flag in ((csv_path, "--csv"), (parquet, "--parquet")):
+            if path:
+                writers.append(RowWriter(path, flag, numbers=numbers))
+    except BaseException:  # e.g. an unknown --parquet format: no temporary file stays behind
+        engine.close()
+        for writer in writers:
+            writer.discard()
+        raise
     keep: list[dict[str, Any]] | None = [] if keep_rows and total <= MAX_ROWS_IN_MEMORY \
         else None
     interrupted = False
@@ -278,4 +294,4 @@ def _run(axes: dict[str, list[Any]], fixed: dict[str, Any], method: str, jobs: i
             writer.discard()
         raise
     engine.close()
-    return keep, interrupted, [writer.close() for writer in writers], done
+    return keep, interrupted, writers, done
