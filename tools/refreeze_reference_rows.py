@@ -114,7 +114,7 @@ CHANGES: dict[str, tuple[str, Callable[[dict[str, Any]], bool], float]] = {
         "a rack's link together with the shard's: the exact mean value recursion over the "
         "population (queueing._one_class_together) instead of Bard-Schweitzer's fixed point, "
         "and a link faster than all its senders at once is no station "
-        "(analytic_ps_async._shared_link_stations; December 2026, issue 11: a 1 Tbit/s rack "
+        "(analytic_async_links.shared_link_stations; December 2026, issue 11: a 1 Tbit/s rack "
         "uplink moved ASP of two 100 Gbit hosts by +5.0%, colocated mixed servers by up to "
         "+63%): only such rows changed and were re-frozen (tools/refreeze_reference_rows.py "
         "one_class_links), each at least as near the simulator; nothing else",

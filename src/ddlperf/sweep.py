@@ -12,18 +12,16 @@ errors) are predicted one by one.
 from __future__ import annotations
 
 import itertools
-import operator
 import os
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ddlperf.api import (
     DEFAULTS,
     METHODS,
-    SIMULATE_OPTIONS,
     make_cluster,
     make_strategy,
     make_workload,
@@ -32,21 +30,23 @@ from ddlperf.api import (
 from ddlperf.errors import InputError
 from ddlperf.result_keys import LOCKSTEP_KEY, OUTPUT_KEYS, RESULT_KEYS
 from ddlperf.scenario import resolve
+from ddlperf.sweep_grid import (  # noqa: F401  (the grid's names, as ddlperf.sweep gave them)
+    AXES,
+    SWEEP_SIMULATE_OPTIONS,
+    _hashable,
+    _normalise,
+    check_axes,
+    check_fixed,
+    grid,
+    iter_grid,
+)
 from ddlperf.units import ImplausibleValueWarning
 
-AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumulation",
-        "workers", "ps", "placement", "arch", "sync",
-        "staleness", "sharding", "overlap", "bucket_size", "bandwidth", "latency", "goodput",
-        "gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "allreduce",
-        "local_aggregation", "step_barrier", "transport")
 # Server, rack and transport fields (make_cluster's keywords): such points take the
 # per-point path.
 SERVER_FIELDS = ("gpus_per_node", "intra", "nics", "rack_size", "rack_uplink", "transport")
 _STRATEGY_KEYS = ("arch", "sync", "staleness", "sharding", "overlap", "bucket_size",
                   "allreduce", "local_aggregation", "step_barrier")
-# The simulate options a sweep passes to every point's simulation; the others (``trace``,
-# ``timeline``, a prediction's own ``jobs``) describe one run, not a grid of them.
-SWEEP_SIMULATE_OPTIONS = ("iterations", "warmup", "seed", "replications", "jitter")
 # Below this many points a process pool costs more than it saves (points predicted one by one,
 # ~1 ms each; also the floor for an explicit ``jobs``).
 MIN_POINTS_PER_JOB = 200
@@ -57,135 +57,6 @@ MIN_BATCHED_POINTS_PER_JOB = 3_000
 # Evaluate the analytic model for many points at once (predictors.analytic_batch); False:
 # one prediction per point (kept for tests and comparisons).
 BATCH = True
-
-
-def grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()) -> list[dict[str, Any]]:
-    """Cartesian product of the axes, normalised so every point is a valid scenario.
-
-    All-reduce has no PS (``ps``, swept or in ``fixed``, becomes 0) nor local aggregation, the
-    all-reduce algorithm only applies to all-reduce, the step barrier only to a BSP PS,
-    staleness only to SSP and a fabric only to servers of more than one GPU; points that
-    become identical after that are kept once, in first-seen order.
-    """
-    return list(iter_grid(axes, fixed))
-
-
-def iter_grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()
-              ) -> Iterator[dict[str, Any]]:
-    """:func:`grid` one point at a time (a grid of millions is never held in memory).
-
-    Repeated axis values are dropped up front. Normalisation overrides some axes of a point
-    (``ps`` of an all-reduce point, ``staleness`` of a BSP one, …); which ones depends only on
-    values it never changes (the architecture, the GPUs per server, the sync mode after
-    normalisation), so a point's duplicates are exactly the points that differ from it on its
-    overridden axes only. The first of them in grid order has the first value of each such
-    axis: that one is kept, and nothing needs remembering.
-    """
-    check_axes(axes)
-    names = list(axes)
-    distinct = [list({_hashable(v): v for v in axes[n]}.values()) for n in names]
-    firsts = [values[0] for values in distinct]  # an axis lists each object once
-    # The rule's outcome per (arch, gpus_per_node, sync) objects: the overrides in the order
-    # _normalise applies them, and the axes that must hold their first value.
-    decide = _decider([i for i, name in enumerate(names) if name in _DECIDING])
-    rules: dict[Any, tuple[list[tuple[str, Any]], list[int]]] = {}
-    for values in itertools.product(*distinct):
-        decided = decide(values)
-        rule = rules.get(decided)
-        if rule is None:
-            probe = dict(zip(names, values))
-            overridden = _normalise(probe, fixed)
-            rule = rules[decided] = ([(k, v) for k, v in probe.items() if k in overridden],
-                                     [i for i, name in enumerate(names) if name in overridden])
-        overrides, first_only = rule
-        if not first_only or all(values[i] is firsts[i] for i in first_only):
-            point = dict(zip(names, values))
-            if overrides:
-                point.update(overrides)
-            yield point
-
-
-def _decider(positions: list[int]) -> Callable[[tuple[Any, ...]], Any]:
-    """The identities of a point's values at ``positions`` (a grid lists each object once)."""
-    if len(positions) > 1:
-        pick = operator.itemgetter(*positions)
-        return lambda values: tuple(map(id, pick(values)))
-    if positions:
-        position = positions[0]
-        return lambda values: id(values[position])
-    return lambda values: None
-
-
-# The values _normalise's rules depend on (it never overrides arch or gpus_per_node, and
-# overrides sync only as a function of arch).
-_DECIDING = ("arch", "gpus_per_node", "sync")
-
-
-def check_axes(axes: dict[str, Sequence[Any]]) -> None:
-    """Every axis is a scenario parameter with at least one value."""
-    for name, values in axes.items():
-        if name not in AXES:
-            raise InputError(f"sweep axis {name!r}", "is not a scenario parameter",
-                             f"use one of {', '.join(AXES)}")
-        if not values:
-            raise InputError(f"sweep axis {name!r}", "has no values", "give at least one")
-
-
-def check_fixed(fixed: dict[str, Any], method: str) -> None:
-    """The fixed keywords are :func:`ddlperf.api.predict`'s (a misspelt one is a TypeError
-    with a suggestion, as there, not a silent default) and the simulate options a grid can
-    take; with the analytic method simulate options have no effect (a warning)."""
-    import inspect
-
-    from ddlperf.api import scenario
-
-    known = [*inspect.signature(scenario).parameters, *SWEEP_SIMULATE_OPTIONS]
-    per_run = sorted(set(fixed) & (set(SIMULATE_OPTIONS) - set(SWEEP_SIMULATE_OPTIONS)))
-    if per_run:
-        raise InputError(f"sweep option {per_run[0]!r}", "describes one simulation, not a grid",
-                         "use predict(..., method='simulate') for one point")
-    unknown = sorted(set(fixed) - set(known))
-    if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(unknown[0], known)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise TypeError(f"sweep() got an unexpected keyword argument {unknown[0]!r}{hint}")
-    given = [k for k in SWEEP_SIMULATE_OPTIONS if fixed.get(k) is not None]
-    if given and method != "simulate":
-        warnings.warn(f"sweep: {', '.join(given)} only apply to method='simulate'; the "
-                      f"{method} method ignores them", stacklevel=3)
-    if given:
-        from ddlperf.predictors.simulate.runner import check_options
-
-        check_options(*(fixed.get(k) for k in SWEEP_SIMULATE_OPTIONS), None, None)
-
-
-def _normalise(point: dict[str, Any], fixed: Collection[str]) -> set[str]:
-    """Make ``point`` a valid scenario (see :func:`grid`); the keys a rule overrode."""
-    overridden: set[str] = set()
-
-    def override(key: str, value: Any) -> None:
-        point[key] = value
-        overridden.add(key)
-
-    if point.get("arch") == "allreduce":  # synchronous and without parameter servers
-        if "ps" in point or "ps" in fixed:  # a fixed PS count is for the PS rows
-            override("ps", 0)
-        if "sync" in point:
-            override("sync", "bsp")
-        if "local_aggregation" in point:
-            override("local_aggregation", False)
-    elif "allreduce" in point:
-        override("allreduce", "ring")
-    if point.get("step_barrier") and (point.get("arch", "ps") != "ps"
-                                      or point.get("sync", "bsp") != "bsp"):
-        override("step_barrier", False)  # a barrier of the BSP parameter server only
-    if "intra" in point and point.get("gpus_per_node") in (None, 1):
-        override("intra", None)
-    if "staleness" in point and point.get("sync", "bsp") != "ssp":
-        override("staleness", None)
-    return overridden
 
 
 def _predict_points(
@@ -325,18 +196,6 @@ def _state_for(sweep_id: str | None) -> _State:
     if getattr(_LAST, "sweep_id", None) != sweep_id:
         _LAST.sweep_id, _LAST.state = sweep_id, _State()
     return _LAST.state
-
-
-def _hashable(value: Any, pinned: dict[int, Any] | None = None) -> Any:
-    """``value`` itself as a cache key, or its identity (a Workload or dict is not hashable);
-    such a value is kept in ``pinned``, so that its id stays its own while the key lives."""
-    try:
-        hash(value)
-    except TypeError:
-        if pinned is not None:
-            pinned[id(value)] = value
-        return (type(value), id(value))
-    return value
 
 
 def _workload_key(spec: dict[str, Any], pinned: dict[int, Any]) -> tuple[Any, ...]:
