@@ -75,6 +75,11 @@ def test_deadline_with_epochs(prices):
     (["--throughput", "100", "--executor", "dask", "--executor-address", "tcp://127.0.0.1:9"],
      ["--executor-address", "127.0.0.1:9"]),
     (["--throughput", "100", "--model", "nosuchnet"], ["nosuchnet"]),
+    # were exit 0, the re-check's problem a note in the table (or -1 taken as 0)
+    (["--throughput", "100", "--iterations", "0"], ["--iterations", "≥ 1"]),
+    (["--throughput", "100", "--jitter", "-1"], ["--jitter"]),
+    (["--throughput", "100", "--recheck", "-1"], ["--recheck", "≥ 0"]),
+    (["--throughput", "100", "--plot", "front.txt"], ["--plot", "PNG"]),  # wrote a PNG there
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, prices, args, needles):
     rows = tmp_path / "rows.csv"

@@ -103,6 +103,21 @@ def test_dry_run_lists_the_dev_matrix_without_root() -> None:
         assert name in result.output
 
 
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--rates", "foo"], "--rates: unknown choice 'foo'"),
+    (["--out", "FILE"], "--out:"),
+    (["--publish", "FILE"], "--publish:"),
+])
+def test_a_dry_run_refuses_what_the_run_would(tmp_path, args, needle) -> None:
+    """Before: the dry run accepted them and a run (as root) would have refused them, or
+    measured the whole matrix before failing to publish."""
+    afile = tmp_path / "w.json"
+    afile.write_text("{}")
+    args = [str(afile) if a == "FILE" else a for a in args]
+    result = runner.invoke(app, ["validate", "--matrix", str(DEV), "--dry-run", *args])
+    assert result.exit_code == 2 and needle in result.stderr
+
+
 def _fake_results(out: Path) -> None:
     from tests.validate.helpers import row
 

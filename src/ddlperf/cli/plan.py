@@ -121,6 +121,9 @@ def plan(
     for path, flag in ((plot, "--plot"), (html, "--html")):
         if path is not None:
             check_writable(path, flag)
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise InputError("--plot", f"{plot.name!r}: the Pareto front is written as PNG",
+                         "give a .png file name")
     table = load_prices(prices)
     space = SearchSpace(
         instances=_instances(table, instances, devices),
@@ -143,6 +146,12 @@ def plan(
     _check_fixed(fixed, space)
     options = {k: v for k, v in (("iterations", iterations), ("jitter", jitter), ("seed", seed),
                                  ("replications", replications)) if v is not None}
+    if recheck < 0:
+        raise InputError("--recheck", f"must be ≥ 0, got {recheck}", "0 re-checks nothing")
+    if options:  # one line before any work, not a note in the table after it
+        from ddlperf.predictors.simulate.runner import check_options
+
+        check_options(iterations, None, seed, replications, jitter)
     total = count(space, table)
     engine = make_executor(executor, executor_address, jobs)
     writer = RowWriter(rows, "--rows") if rows is not None else None

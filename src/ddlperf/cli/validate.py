@@ -125,11 +125,20 @@ def validate(
         matrix_file, plans = api.plan_matrix(matrix, names)
         title, description = matrix_file.title, matrix_file.description
         findings = matrix_file.findings
+        # what a run would refuse after the matrix, refused now (a dry run checks it too)
+        from ddlperf.validate.run import RATES
+
+        if rates not in RATES:
+            raise InputError("--rates", f"unknown choice {rates!r}", f"use {' or '.join(RATES)}")
+        if out is not None and out.exists() and not out.is_dir():
+            raise InputError("--out", f"{str(out)!r} is a file", "give a directory")
+        if publish is not None:
+            if publish.exists() and not publish.is_dir():
+                raise InputError("--publish", f"{str(publish)!r} is a file", "give a directory")
+            check_writable(publish / "validation.md", "--publish")
         if dry_run:
             _dry_run(plans)
             return
-        if publish is not None:
-            check_writable(publish / "validation.md", "--publish")
         run = _run(api, matrix, out, names, resume, rates)
     ag, label = None, ""
     if other is not None:
