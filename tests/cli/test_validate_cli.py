@@ -333,3 +333,20 @@ def test_against_needs_results_and_an_existing_run(tmp_path: Path, args: list[st
     args = [str(tmp_path / a) if a in ("RUN", "MISSING") else a for a in args]
     result = runner.invoke(app, ["validate", *args])
     assert_one_line_error(result, *needles)
+
+
+def test_a_published_entry_that_fails_is_named_and_leaves_no_directory(tmp_path: Path) -> None:
+    """Before: 'model: unknown model' without the file or entry, and an empty output
+    directory left behind."""
+    import yaml
+
+    data = yaml.safe_load(PUBLISHED.read_text())
+    data["entries"] = [dict(data["entries"][0], model="nosuchnet")]
+    data["compare"] = []
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["validate", "--published", str(bad), "--out", str(out)])
+    assert result.exit_code == 2
+    assert f"bad.yaml: entry {data['entries'][0]['name']!r}: model" in result.stderr
+    assert not out.exists()

@@ -219,8 +219,14 @@ def _published(path: Path, out: Path | None, only: str | None, publish: Path | N
     if publish is not None:
         check_writable(publish / "published.md", "--publish")
     out = out or Path("validation-published")
+    existed = out.exists()
     prepare_published_out(out)
-    run = _with_progress(lambda progress: run_published(plan, progress))
+    try:
+        run = _with_progress(lambda progress: run_published(plan, progress))
+    except BaseException:
+        if not existed and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # nothing written half-way: not even the empty directory
+        raise
     write_published(run, out)
     if publish is not None:
         publish_docs(run.rows, run.comparisons, run.summary, run.meta, publish,

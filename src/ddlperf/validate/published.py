@@ -351,7 +351,11 @@ def run_published(plan: PublishedPlan,
     for i, entry in enumerate(plan.entries):
         if progress:
             progress({"event": "start", "index": i, "total": total, "name": entry.name})
-        rows.append(check_entry(plan.file, entry, plan.baselines.get(entry.name)))
+        try:
+            rows.append(check_entry(plan.file, entry, plan.baselines.get(entry.name)))
+        except InputError as exc:  # say which entry of which file
+            raise InputError(f"{Path(plan.path).name}: entry {entry.name!r}: {exc.field}",
+                             exc.problem, exc.fix) from None
         if progress:
             progress({"event": "done", "index": i, "total": total, "name": entry.name,
                       "row": rows[-1]})
