@@ -467,6 +467,20 @@ def scenario(
     return resolve(the_workload, the_cluster, strategy)
 
 
+def reject_unknown_keywords(function: str, given: Any, extra: tuple[str, ...] = ()) -> None:
+    """A keyword that is not :func:`scenario`'s (nor one of ``extra``) is a TypeError naming
+    the nearest known one — not a silently ignored misspelling that leaves the default."""
+    known = [*inspect.signature(scenario).parameters, *extra]
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        import difflib
+
+        close = (["cluster"] if unknown[0] == "config"  # the CLI's name for it
+                 else difflib.get_close_matches(unknown[0], known))
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}{hint}")
+
+
 def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any) -> Prediction:
     """Predict one scenario. With no arguments: the built-in default (resnet50, 8×V100, 2 PS).
 
@@ -478,15 +492,7 @@ def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any
     """
     if method not in METHODS:
         raise InputError("--method", f"unknown method {method!r}", f"use one of {METHODS}")
-    known = [*inspect.signature(scenario).parameters, *SIMULATE_OPTIONS]
-    unknown = sorted(set(kwargs) - set(known))
-    if unknown:
-        import difflib
-
-        close = (["cluster"] if unknown[0] == "config"  # the CLI's name for it
-                 else difflib.get_close_matches(unknown[0], known))
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise TypeError(f"predict() got an unexpected keyword argument {unknown[0]!r}{hint}")
+    reject_unknown_keywords("predict", kwargs, SIMULATE_OPTIONS)
     simulate_options = {k: kwargs.pop(k) for k in SIMULATE_OPTIONS if k in kwargs}
     sc = scenario(model, **kwargs)
     notes = ignored_flags(sc.strategy.arch, sc.strategy.sync, method,

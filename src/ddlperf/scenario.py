@@ -303,11 +303,10 @@ def _shard_update(workload: Workload, segments: list[Segment]) -> float:
     reference = _reference_device(workload)
     if reference is None:
         return workload.update_s_per_byte
-    devices = {(seg.group.source.resolved_device() or reference).name: (
-        seg.group.source.resolved_device() or reference) for seg in segments}
-    if len(devices) != 1:
+    devices = [seg.group.source.resolved_device() or reference for seg in segments]
+    if len({d.name for d in devices}) != 1:
         return workload.update_s_per_byte
-    target = next(iter(devices.values()))
+    target = devices[0]
     if target.name == reference.name:
         return workload.update_s_per_byte
     return workload.update_s_per_byte * _stream_rate(reference) / _stream_rate(target)

@@ -21,6 +21,7 @@ AXES = ("model", "batch_size", "device", "dtype", "math", "grad_dtype", "accumul
 # ``timeline``, a prediction's own ``jobs``) describe one run, not a grid of them.
 SWEEP_SIMULATE_OPTIONS = ("iterations", "warmup", "seed", "replications", "jitter")
 
+
 def grid(axes: dict[str, Sequence[Any]], fixed: Collection[str] = ()) -> list[dict[str, Any]]:
     """Cartesian product of the axes, normalised so every point is a valid scenario.
 
@@ -97,22 +98,13 @@ def check_fixed(fixed: dict[str, Any], method: str) -> None:
     """The fixed keywords are :func:`ddlperf.api.predict`'s (a misspelt one is a TypeError
     with a suggestion, as there, not a silent default) and the simulate options a grid can
     take; with the analytic method simulate options have no effect (a warning)."""
-    import inspect
+    from ddlperf.api import reject_unknown_keywords
 
-    from ddlperf.api import scenario
-
-    known = [*inspect.signature(scenario).parameters, *SWEEP_SIMULATE_OPTIONS]
     per_run = sorted(set(fixed) & (set(SIMULATE_OPTIONS) - set(SWEEP_SIMULATE_OPTIONS)))
     if per_run:
         raise InputError(f"sweep option {per_run[0]!r}", "describes one simulation, not a grid",
                          "use predict(..., method='simulate') for one point")
-    unknown = sorted(set(fixed) - set(known))
-    if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(unknown[0], known)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise TypeError(f"sweep() got an unexpected keyword argument {unknown[0]!r}{hint}")
+    reject_unknown_keywords("sweep", fixed, SWEEP_SIMULATE_OPTIONS)
     given = [k for k in SWEEP_SIMULATE_OPTIONS if fixed.get(k) is not None]
     if given and method != "simulate":
         warnings.warn(f"sweep: {', '.join(given)} only apply to method='simulate'; the "

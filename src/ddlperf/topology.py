@@ -20,6 +20,7 @@ still give each rack link its own load.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +67,15 @@ class RackPlan:
     def of(self, server: int) -> int:
         return server // self.size
 
+    def share(self, rack: int, own_bytes: float) -> tuple[float, float]:
+        """(up, down) rate of an endpoint that moves ``own_bytes`` of the ``crossing[rack]``
+        bytes per iteration across its rack's links, all endpoints moving at once (the link
+        drains its load L in L / rate); unlimited where nothing crosses."""
+        load = self.crossing[rack] if self.crossing else 0.0
+        if load <= 0:
+            return math.inf, math.inf
+        return self.up * own_bytes / load, self.down * own_bytes / load
+
 
 def plan_servers(
     cluster: Cluster, strategy: Strategy, shard_bytes: np.ndarray | None
@@ -109,11 +119,9 @@ def plan_servers(
         if intra is not None:
             up, down = min(up, intra), min(down, intra)
         rack = None if racks is None else racks.of(first)
-        if racks is not None and rack is not None and crossing[rack] > 0:
-            # the rack link drains its load L in L / rate; a worker's own bytes p share it
-            own = total / (g.gpus if aggregate else 1)
-            up = min(up, racks.up * own / crossing[rack])
-            down = min(down, racks.down * own / crossing[rack])
+        if racks is not None and rack is not None:
+            rack_up, rack_down = racks.share(rack, total / (g.gpus if aggregate else 1))
+            up, down = min(up, rack_up), min(down, rack_down)
         last = segments[-1] if segments else None
         if (racks is not None and last is not None and last.group is g and count == racks.size
                 and last.servers == last.whole_racks * racks.size

@@ -62,9 +62,8 @@ def gpu_alone(sc: Scenario, group: GroupPlan) -> GroupPlan:
     if racks is not None and group.rack is not None:
         if rack_stations(sc):
             rack_up, rack_down = racks.up, racks.down
-        elif racks.crossing and racks.crossing[group.rack] > 0:  # its share, all at once
-            share = float(sc.placement.sum()) / racks.crossing[group.rack]
-            rack_up, rack_down = racks.up * share, racks.down * share
+        else:  # its share, all moving at once, as its path rate has it
+            rack_up, rack_down = racks.share(group.rack, float(sc.placement.sum()))
     return replace(group, gpus=1, up=min(group.nic_up, fabric, rack_up),
                    down=min(group.nic_down, fabric, rack_down))
 

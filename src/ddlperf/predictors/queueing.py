@@ -155,11 +155,14 @@ def _merge_identical(
                  b"" if together is None or np.ndim(together) == 1
                  else np.asarray(together)[:, c].tobytes()]
         keys.append(b"|".join(parts))
-    first: dict[bytes, int] = {}
-    index = np.array([first.setdefault(key, len(first)) for key in keys])
+    first: dict[bytes, int] = {}  # each distinct key: the first class that has it
+    for c, key in enumerate(keys):
+        first.setdefault(key, c)
     if len(first) == len(keys):
         return None
-    reps = [keys.index(key) for key in first]
+    reps = list(first.values())
+    merged = {key: m for m, key in enumerate(first)}
+    index = np.array([merged[key] for key in keys])
     n = np.array([population[index == m].sum() for m in range(len(first))], dtype=float)
     t = together
     if together is not None and np.ndim(together) == 2:
