@@ -11,6 +11,14 @@ average next to them: on a shared machine the wall clock measures the other jobs
 Targets: ≥ 10,000 predictions/s (issue #2); the batched sweep ≥ 20,000 points/s (issue #12);
 start-up under 1 s.
 
+Measured after the shard-by-shard release without overlap (twenty-second session,
+2026-12-07, load 0.5-0.6, runs of the code before and after alternating; CPU seconds, best of
+5): the 1,536-point grid 29,800-30,800 points/s batched on 1 process (before: 36,500-37,900),
+BSP with 8-128 workers 32,100-33,400 (36,700-39,100), ASP 17,500-18,400 (19,200-20,000). The
+points without overlap (half the grid) now iterate the passes to their period, as points
+with overlap always did, where one pass was the answer before (a pass whose shards all
+finish together still is).
+
 Measured after the shared-link loop moved to virtual time (``shared_connections``; all
 binding points of a pass in one call) and the smaller cuts with it, alternating runs of the
 code before and after in one session (2026-12-01, load 3.1-4.0: another session's runs on

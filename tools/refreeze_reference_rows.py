@@ -15,7 +15,9 @@ Changes: ``colocated_nics`` (BSP with colocated shards as a fluid network, Decem
 ``ssp_silent_host`` (SSP holding only a host of every shard, December 2026),
 ``colocated_async`` (ASP/SSP's queueing network with a station per NIC, December 2026) and
 ``asp_lockstep_cap`` (ASP at one rate never slower than BSP's schedule, December 2026),
-``one_class_links`` (one class crossing NICs or racks: the exact recursion, December 2026).
+``one_class_links`` (one class crossing NICs or racks: the exact recursion, December 2026),
+``shard_release`` (BSP without overlap: a shard's pulls once its own updates are done,
+December 2026).
 A change of the compute catalog alone moves both predictors alike and is re-frozen whole
 (``tests/predictors/analytic_reference_cases.py``, key ``catalog``), not here.
 """
@@ -121,6 +123,17 @@ CHANGES: dict[str, tuple[str, Callable[[dict[str, Any]], bool], float]] = {
         lambda point: (point.get("arch", "ps") == "ps" and point.get("sync") in ("asp", "ssp")
                        and ((point.get("gpus_per_node") or 1) > 1
                             or point.get("rack_size") is not None)),
+        SAME),
+    "shard_release": (
+        "PS without overlap and without a step barrier: a tensor's pull goes out once the "
+        "shards holding it have applied all their updates of the iteration, not once every "
+        "shard's are (predictors/shard_release.py; December 2026, issue 11: "
+        "fresh24-coloc-greedy-nooverlap -12.5% -> +0.3% against the run, both methods); "
+        "the BSP passes run to a period as with overlap, and ASP/SSP's contention-free "
+        "cycle of one worker alone (a BSP pass) with them: only PS rows without overlap "
+        "changed and were re-frozen (tools/refreeze_reference_rows.py shard_release); "
+        "nothing else",
+        lambda point: point.get("arch", "ps") == "ps" and point.get("overlap") is False,
         SAME),
 }
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ddlperf.predictors.analytic_ps_bsp import MAX_PASSES, ps_layout, ready_in_gradient_order
+from ddlperf.predictors.shard_release import shard_release
 from ddlperf.predictors.shared_connections import ShiftedColumns, entries_finish
 from ddlperf.predictors.timeline import serial_finish
 from ddlperf.scenario import Scenario
@@ -362,7 +363,9 @@ def bsp_period(sc: Scenario, lay: Layout, p: Points) -> np.ndarray:
     updates, ends = _bsp_pass(sc, lay, p, links, np.zeros((len(sc.tensor_bytes), points)),
                               np.full(points, -np.inf), first=True)
     period = np.maximum(updates.max(axis=0), ends)
-    if sc.strategy.overlap and not sc.strategy.step_barrier:
+    if not sc.strategy.step_barrier:
+        overlap = sc.strategy.overlap
+        layout = None if overlap else ps_layout(sc)
         active = np.arange(points)
         sub_p, sub_links = p, links
         for _ in range(MAX_PASSES - 1):
@@ -370,7 +373,18 @@ def bsp_period(sc: Scenario, lay: Layout, p: Points) -> np.ndarray:
             last = period[active]
             upd = updates if whole else updates[:, active]
             end = ends if whole else ends[active]
-            upd, end = _bsp_pass(sc, lay, sub_p, sub_links, upd - last, end - last)
+            release = (upd if layout is None
+                       else shard_release(layout.shard_rows, layout.holds, upd))
+            if layout is not None:  # shards that finish together: the next pass is this one
+                apart = release.min(axis=0) != release.max(axis=0)
+                if not apart.all():
+                    if not apart.any():
+                        break
+                    active, release, end, last = (active[apart], release[:, apart],
+                                                  end[apart], last[apart])
+                    sub_p, sub_links = p.take(active), links.take(active)
+                    whole = False
+            upd, end = _bsp_pass(sc, lay, sub_p, sub_links, release - last, end - last)
             new = np.maximum(upd.max(axis=0), end)
             settled = np.abs(new - last) <= 1e-9 * new
             if whole:

@@ -44,8 +44,11 @@ iterations can alternate (resnet50, 8 workers, 2 shards: 0.4237 and 0.4316 s), a
 iteration takes their mean, as the simulator's mean step period does (0.4277 s both). Where
 they settle on neither (a slow host's iterations wander between 0.65 and 0.75 s) the mean of
 the second half of the passes stands for the run's mean.
-Without overlap, or after a step barrier, every pull waits for every update: one pass, and
-only this iteration's traffic on the links. A transport's per-connection cap bounds every
+After a step barrier every pull waits for every update: one pass, and only this iteration's
+traffic on the links. Without overlap (and no barrier) a shard sends its pulls once its own
+updates are done (:mod:`~ddlperf.predictors.shard_release`), so the passes run to a period
+as with overlap, the links carrying the last iteration's pushes and the next iteration's
+pulls of the shards that are done. A transport's per-connection cap bounds every
 connection; its receive cap is one more link per process (a shard's, a worker's).
 
 Against the simulator over the issue's grids: mean 0.01% (worst −0.5%) over 56 points, and
@@ -76,6 +79,7 @@ import numpy as np
 from ddlperf.prediction import ResourceUse
 from ddlperf.predictors.assembly import GroupTime
 from ddlperf.predictors.connections import connection_busy
+from ddlperf.predictors.shard_release import shard_release
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
 from ddlperf.scenario import GroupPlan, Scenario
 
@@ -278,6 +282,7 @@ class _Colocated:
                            for s in sc.shards]
         self.hosts = {g: k for k, g in enumerate(self.host_group)}
         self.rows = [np.flatnonzero(sc.placement[:, k] > 0) for k in range(len(sc.shards))]
+        self.holders = (sc.placement > 0).sum(axis=1)  # shards holding each tensor
         self.parts = [sc.placement[r, k] for k, r in enumerate(self.rows)]
         self.order = forward_order(sc)
         layers = sc.tensor_layer[self.order]
@@ -285,15 +290,17 @@ class _Colocated:
         self.layer_has = layers[self.starts]
 
     def run_pass(self, release: np.ndarray, before: list[float],
-                 last: list[np.ndarray] | None, mixed: bool
+                 last: list[np.ndarray] | None, mixed: bool, per_shard: bool = False
                  ) -> tuple[list[np.ndarray], list[float], np.ndarray]:
         """One iteration: this iteration's pulls (released at ``release``); each group's
         forward and backward once its last pull arrived (after ``before``, its last backward
         end), then its pushes; each shard's update of a tensor once every group's gradient
         of it arrived (a FIFO on the host's CPU). With ``mixed`` (overlap, no step barrier)
         the links also carry the last iteration's pushes (``last``) and the next
-        iteration's pulls, each released by its update. Returns each group's
-        gradient-ready times and backward end, and each tensor's update finish."""
+        iteration's pulls, each released by its update; with ``per_shard`` (no overlap, no
+        step barrier) the next iteration's pulls of a tensor once every shard holding it has
+        applied all its updates. Returns each group's gradient-ready times and backward end,
+        and each tensor's update finish."""
         sc, groups, alpha = self.sc, self.sc.groups, self.sc.latency_s
         n_groups, n_tensors = len(groups), len(sc.tensor_bytes)
         # links: each group's worker uplink (2g) and downlink (2g + 1), a host's its NIC; with
@@ -331,6 +338,9 @@ class _Colocated:
         ends = [0.0] * n_groups
         updates = np.full(n_tensors, -np.inf)
         busy = [-np.inf] * len(sc.shards)  # each shard's update FIFO
+        left = [len(rows) for rows in self.rows]  # per_shard: updates each shard has to do
+        holders_left = self.holders.copy()  # per_shard: shards not done with each tensor
+        released = np.full(n_tensors, -np.inf)  # per_shard: when they all were
 
         def gradient(k: int, i: int, time: float) -> None:
             gathered[k][i] = max(gathered[k][i], time)
@@ -373,6 +383,23 @@ class _Colocated:
                 for g in range(n_groups):
                     if g != self.host_group[k]:
                         net.add(pull[k, g], busy[k], float(self.parts[k][i]))
+            elif per_shard:
+                left[k] -= 1
+                if left[k] == 0:
+                    shard_done(k, busy[k])
+
+        def shard_done(k: int, time: float) -> None:
+            """The next iteration's pulls of every tensor whose shards are all done now."""
+            for j in self.rows[k].tolist():
+                released[j] = max(released[j], time)
+                holders_left[j] -= 1
+                if holders_left[j]:
+                    continue
+                for kk in np.flatnonzero(sc.placement[j] > 0).tolist():
+                    size = float(sc.placement[j, kk])
+                    for g in range(n_groups):
+                        if g != self.host_group[kk]:
+                            net.add(pull[kk, g], float(released[j]), size)
 
         for g in range(n_groups):
             if outstanding[g] == 0:
@@ -402,16 +429,19 @@ def colocated_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUs
     model = _Colocated(sc)
     strategy = sc.strategy
     mixed = strategy.overlap and not strategy.step_barrier  # iterations meet on the NICs
+    per_shard = not strategy.overlap and not strategy.step_barrier  # so they do here
     release = np.zeros(len(sc.tensor_bytes))
     before = [-np.inf] * len(sc.groups)
     last: list[np.ndarray] | None = None  # the last iteration's pushes, in this pass's time
     periods: list[float] = []
-    for _ in range(MAX_PASSES if mixed else 1):
-        readies, ends, updates = model.run_pass(release, before, last, mixed)
+    for _ in range(MAX_PASSES if mixed or per_shard else 1):
+        readies, ends, updates = model.run_pass(release, before, last, mixed, per_shard)
         period = max(float(updates.max()), *ends)
         periods.append(period)
-        if mixed:
+        if mixed or per_shard:
             last = [r - period for r in readies]
+        if per_shard:
+            updates = shard_release(model.rows, sc.placement > 0, updates)
         release, before = updates - period, [end - period for end in ends]
         cycle = _cycle(periods)
         if cycle:

@@ -32,6 +32,7 @@ from ddlperf.predictors.server_links import (
     ps_endpoints,
     ps_link_busy,
 )
+from ddlperf.predictors.shard_release import shard_release
 from ddlperf.predictors.shared_connections import ConnectionItems, ShiftedRepeats
 from ddlperf.predictors.shared_link import connections_finish, shared_link_finish
 from ddlperf.predictors.timeline import backward_ready, forward_order, serial_finish
@@ -124,8 +125,11 @@ def ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
 
     With overlap, a tensor's pull starts as soon as the shard has applied its update, so the
     pulls of one iteration overlap the pushes of the last tensors (PS uplinks and downlinks
-    are independent directions). Starting from "all pulls at once", each pass feeds the update
-    times of the last pass back as pull releases; the period converges in a few passes. With a
+    are independent directions); without, once every shard holding it has applied all its
+    updates of the iteration (a shard answers its pulls once its own work is done;
+    :mod:`~ddlperf.predictors.shard_release`). Starting from "all pulls at once", each pass
+    feeds the update times of the last pass back as pull releases; the period converges in a
+    few passes. With a
     step barrier the first pass is the iteration: every pull starts once every update is done.
     """
     if colocated.applies(sc):  # every shard on a one-GPU worker's host
@@ -136,9 +140,14 @@ def ps_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUse]]:
     repeats = ShiftedRepeats()  # a pass's shared links, as the last pass's shifted
     updates, ends = _bsp_pass(sc, layout, senders, zeros, [-np.inf] * len(sc.groups), repeats)
     period = max(float(updates.max()), *ends)
-    if sc.strategy.overlap and not sc.strategy.step_barrier:
+    if not sc.strategy.step_barrier:
+        overlap = sc.strategy.overlap
         for _ in range(MAX_PASSES - 1):
-            updates, ends = _bsp_pass(sc, layout, senders, updates - period,
+            release = (updates if overlap
+                       else shard_release(layout.shard_rows, layout.holds, updates))
+            if not overlap and release.min() == release.max():
+                break  # the shards finish together: the next pass is this one
+            updates, ends = _bsp_pass(sc, layout, senders, release - period,
                                       [end - period for end in ends], repeats)
             new_period = max(float(updates.max()), *ends)
             settled = abs(new_period - period) <= 1e-9 * new_period

@@ -12,10 +12,13 @@ Dependencies (overlap on, WFBP):
 * forward of a layer waits for all parts of its tensors.
 
 Overlap off: the worker pushes everything when backward ends, and pulls everything (forward
-order) once every update of the iteration is done (BSP) or once its own are (ASP/SSP); forward
-starts when all parameters are back. That is the schedule the analytic BSP model describes, which
-is why the two agree there. A step barrier (BSP, overlap on) holds every pull until every update
-of the iteration is done, then sends them in gradient order; forward still starts layer by layer.
+order) once the shards holding it have applied all their updates of the iteration (BSP) or all
+of its own (ASP/SSP; under SSP each shard's whole read then passes the staleness gate): a shard
+answers its pulls once its own work is done (:mod:`ddlperf.predictors.shard_release`). Forward
+starts when all parameters are back. That is the schedule the
+analytic BSP model describes, which is why the two agree there. A step barrier (BSP) holds
+every pull until every update of the iteration is done, then sends them in gradient order;
+forward still starts layer by layer with overlap.
 
 SSP(s): the shard's read rule of :mod:`.ssp` (Ho et al. 2013, per tensor): the pull of a
 tensor's version c to a worker waits until every worker's gradients of it up to iteration
@@ -28,7 +31,7 @@ emulated cluster have them. Its host's own gradients and parameters do not cross
 
 from __future__ import annotations
 
-from typing import Any, Final, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -48,8 +51,6 @@ from ddlperf.predictors.simulate.worker import BWD, FWD, Worker, unit_operations
 from ddlperf.predictors.timeline import forward_order
 from ddlperf.scenario import Scenario
 
-ALL_TENSORS: Final = "all"  # the SSP gate's key with overlap off: the whole model at once
-
 
 class PSWorker(Worker):
     """A worker (unit) of the PS model: forward gates on pulled parameters."""
@@ -63,7 +64,10 @@ class PSWorker(Worker):
         # early pulls: when the last counted part arrives, per layer and in all
         self.ready_at = [0.0] * model.n_layers
         self.ready_total = 0.0
-        self.own_left = 0  # ASP/SSP, overlap off: own updates not yet applied this iteration
+        # ASP/SSP, overlap off: own updates each shard has not applied yet this iteration, and
+        # each tensor's shards whose read of it has not gone out yet
+        self.own_left: list[int] = [0] * len(model.shard_parts)
+        self.read_left = [len(parts) for parts in model.parts]
         self.wake_at = -1.0  # early pulls: when the last poke for an open gate was posted
         self.pushes: list[list[tuple[Connection, float, int, int, str]]] = []  # see ahead
 
@@ -153,7 +157,7 @@ class PSWorker(Worker):
     def backward_done(self, t: int) -> None:
         model = self.model
         if not model.overlap:
-            self.own_left = model.total_parts
+            self.own_left = list(model.shard_parts)
             for j in range(model.n_tensors):
                 model.push(self, j, t)
 
@@ -194,6 +198,16 @@ class PSModel:
         self.total_parts = sum(self.layer_parts)
         self.forward_tensors = [int(j) for j in forward_order(sc)]
         self.gradient_tensors = list(range(n_tensors))
+        # overlap off: each shard's parts (BSP: its updates left this iteration; shards not
+        # done per tensor), and its tensors in forward order (its pulls go out in that order)
+        self.shard_parts = [0] * len(sc.shards)
+        self.shard_forward: list[list[int]] = [[] for _ in sc.shards]
+        for j in self.forward_tensors:
+            for k, _size in self.parts[j]:
+                self.shard_parts[k] += 1
+                self.shard_forward[k].append(j)
+        self.shard_left = list(self.shard_parts)
+        self.holders_left = [len(parts) for parts in self.parts]
         self.shard_update = [s.update_s_per_byte for s in sc.shards]
         self.log = log
 
@@ -306,7 +320,7 @@ class PSModel:
         # Aggregation state.
         n = self.n_workers
         self.pending = [[n] * n_tensors for _ in sc.shards]  # BSP: gradients still expected
-        self.updates_left = self.total_parts  # BSP, overlap off: updates left this iteration
+        self.updates_left = self.total_parts  # BSP, step barrier: updates left this iteration
         self.recorder = recorder
         self.gate = (StalenessGate(self.staleness, len(units), self._released, self._held)
                      if self.sync == "ssp" else None)
@@ -335,16 +349,28 @@ class PSModel:
         else:
             self.gate.applied((j, k), k, u, self.engine.now)
 
-    def _may_read_all(self, u: int, t: int) -> None:
-        """Overlap off: all of ``u``'s own gradients of iteration ``t`` are applied."""
+    def _may_read_shard(self, u: int, k: int, t: int) -> None:
+        """Overlap off: shard ``k`` applied all of ``u``'s own gradients of iteration ``t``
+        (a shard answers a worker's pulls once its own updates are done)."""
         if self.gate is None:
-            self._pull_all(u, t)
+            self._pull_shard(u, k, t)
         else:
-            self.gate.applied(ALL_TENSORS, ALL_TENSORS, u, self.engine.now)
+            self.gate.applied(-1 - k, k, u, self.engine.now)  # an int key: shard k, whole
+
+    def _pull_shard(self, u: int, k: int, t: int) -> None:
+        """Overlap off, ASP/SSP: ``u``'s reads of shard ``k``'s tensors (forward order), each
+        once every shard holding part of it let it read."""
+        left = self.workers[u].read_left
+        for j in self.shard_forward[k]:
+            left[j] -= 1
+            if left[j] == 0:
+                left[j] = len(self.parts[j])
+                for kk, _ in self.parts[j]:
+                    self._send_pull(j, kk, u, t)
 
     def _released(self, key: object, u: int, version: int) -> None:
-        if key == ALL_TENSORS:
-            self._pull_all(u, version - 1)
+        if isinstance(key, int):  # overlap off: shard -1 - key, whole
+            self._pull_shard(u, -1 - key, version - 1)
             return
         j, k = cast("tuple[int, int]", key)
         if self._at is None:
@@ -447,6 +473,11 @@ class PSModel:
             if self.overlap and not self.barrier:
                 for v in range(len(self.recipients)):
                     self._send_pull(j, k, v, t)
+            elif not self.barrier:
+                self.shard_left[k] -= 1
+                if self.shard_left[k] == 0:
+                    self.shard_left[k] = self.shard_parts[k]
+                    self._shard_done(k, t)
             else:
                 self.updates_left -= 1
                 if self.updates_left == 0:
@@ -456,10 +487,25 @@ class PSModel:
         elif self.overlap:
             self._may_read(j, k, u, t)
         else:
-            worker = self.workers[u]
-            worker.own_left -= 1
-            if worker.own_left == 0:
-                self._may_read_all(u, t)
+            own = self.workers[u].own_left
+            own[k] -= 1
+            if own[k] == 0:
+                self._may_read_shard(u, k, t)
+
+    def _shard_done(self, k: int, t: int) -> None:
+        """BSP, overlap off: shard ``k`` applied all its updates of iteration ``t``; the
+        tensors whose shards are now all done go out to every recipient (forward order)."""
+        ready: list[int] = []
+        holders_left = self.holders_left
+        for j in self.shard_forward[k]:
+            holders_left[j] -= 1
+            if holders_left[j] == 0:
+                holders_left[j] = len(self.parts[j])
+                ready.append(j)
+        for v in range(len(self.recipients)):
+            for j in ready:
+                for kk, _ in self.parts[j]:
+                    self._send_pull(j, kk, v, t)
 
     def _pull_all(self, u: int, t: int) -> None:
         """Every part recipient ``u`` needs: in forward order with overlap off (forward waits
