@@ -12,9 +12,10 @@ Targets: ≥ 10,000 predictions/s (issue #2); the batched sweep ≥ 20,000 point
 start-up under 1 s.
 
 Measured after the shard-by-shard release without overlap (twenty-second session,
-2026-12-07, load 0.5-0.6, runs of the code before and after alternating; CPU seconds, best of
-5): the 1,536-point grid 29,800-30,800 points/s batched on 1 process (before: 36,500-37,900),
-BSP with 8-128 workers 32,100-33,400 (36,700-39,100), ASP 17,500-18,400 (19,200-20,000). The
+2026-12-07/08, load 0.5-1.0, four runs of the code before and after alternating; CPU seconds,
+best of 5): the 1,536-point grid 29,800-31,200 points/s batched on 1 process (before:
+36,500-39,300), BSP with 8-128 workers 32,100-35,300 (36,700-40,900), ASP 17,500-19,400
+(19,200-20,500). The
 points without overlap (half the grid) now iterate the passes to their period, as points
 with overlap always did, where one pass was the answer before (a pass whose shards all
 finish together still is).
