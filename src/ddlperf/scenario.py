@@ -139,6 +139,10 @@ class Scenario:
     # payload bytes/s (math.inf: none): a shard's process for pushes, a worker's (a server's,
     # with local aggregation) for pulls
     receive_cap: float = math.inf
+    # ASP/SSP: price every server's GPUs as moving together at its NIC rather than on phases
+    # of their own (the arrangement figure of ddlperf.predictors.arrangement; never set by
+    # resolve)
+    gpus_together: bool = False
 
     @property
     def capped(self) -> bool:

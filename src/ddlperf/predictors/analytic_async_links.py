@@ -38,6 +38,8 @@ def independent_gpus(sc: Scenario, group: GroupPlan) -> bool:
     """
     if sc.strategy.local_aggregation or any(host_workers(shard, group) for shard in sc.shards):
         return False
+    if sc.gpus_together and group.gpus > 1:  # the arrangement figure's other arrangement
+        return False
     return group.gpus > 1 or rack_stations(sc)
 
 
