@@ -512,14 +512,15 @@ def predict(model: str | None = None, *, method: str = "analytic", **kwargs: Any
     if sc.memory:
         prediction.inputs["memory"] = sc.memory
     prediction.notes.extend(notes)
-    from ddlperf.predictors.arrangement import lockstep_figure, lockstep_note
+    from ddlperf.predictors.arrangement import lockstep_figure, lockstep_note, lockstep_of
     from ddlperf.result_keys import LOCKSTEP_KEY
 
     lockstep = lockstep_figure(sc, prediction)
     if lockstep is not None:
         prediction.arrangement = {
             LOCKSTEP_KEY: lockstep,
-            "lockstep_above_pct": 100 * (lockstep / prediction.iteration_time_s - 1)}
+            "lockstep_above_pct": 100 * (lockstep / prediction.iteration_time_s - 1),
+            "lockstep_of": lockstep_of(sc)}
         note = lockstep_note(sc, prediction, lockstep)
         if note:
             prediction.notes.append(note)

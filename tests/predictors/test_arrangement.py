@@ -115,6 +115,7 @@ def test_the_lockstep_figure_is_in_the_prediction_and_its_json(sync):
     assert p.arrangement["lockstep_above_pct"] == pytest.approx(
         100 * (lockstep / p.iteration_time_s - 1))
     assert p.to_dict()["arrangement"] == p.arrangement
+    assert p.arrangement["lockstep_of"] == "workers"
 
 
 def test_no_lockstep_figure_where_there_is_no_note():
@@ -174,6 +175,7 @@ def test_mixed_servers_get_the_figure_with_their_gpus_together(method):
     together = predict_analytic(replace(api_scenario(workload=WL, cluster=MIXED_SERVERS,
                                                      sync="asp"), gpus_together=True))
     figure = p.arrangement["lockstep_iteration_time_s"]
+    assert p.arrangement["lockstep_of"] == "server_gpus"
     assert figure == pytest.approx(together.iteration_time_s)
     assert figure > p.iteration_time_s * 1.02
     assert figure == pytest.approx(_lockstep_s(note), rel=1e-3)
@@ -194,3 +196,15 @@ def test_no_servers_figure_for_one_gpu_hosts_bsp_or_local_aggregation():
     assert predict(workload=WL, cluster=MIXED_SERVERS).arrangement is None  # BSP
     assert predict(workload=WL, cluster=MIXED_SERVERS,
                    local_aggregation=True).arrangement is None
+
+
+def test_the_table_names_the_servers_figure():
+    from rich.console import Console
+
+    from ddlperf.report.table import summary_table
+
+    p = predict(workload=WL, cluster=MIXED_SERVERS, sync="asp")
+    console = Console(width=120, record=True)
+    console.print(summary_table(p, 120))
+    line = next(x for x in console.export_text().splitlines() if "iteration time" in x)
+    assert "GPUs together" in line and "in lockstep" not in line

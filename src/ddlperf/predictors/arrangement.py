@@ -59,6 +59,12 @@ def lockstep_figure(sc: Scenario, prediction: Prediction | float) -> float | Non
     return above_prediction(predict_analytic(slower).iteration_time_s, prediction)
 
 
+def lockstep_of(sc: Scenario) -> str:
+    """Who moves together in the job the figure prices: ``workers`` (every worker, BSP's
+    schedule) or ``server_gpus`` (each server's GPUs, the servers apart)."""
+    return "workers" if has_lockstep_figure(sc) else "server_gpus"
+
+
 def servers_apart(sc: Scenario) -> bool:
     """ASP (or SSP) on a PS where some server's GPUs are priced on phases of their own
     (:func:`~ddlperf.predictors.analytic_async_links.independent_gpus`): the job whose

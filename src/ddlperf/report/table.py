@@ -43,7 +43,8 @@ def summary_table(p: Prediction, width: int) -> Table:
         band = f"{sure}, {band}" if band else sure
     lockstep = (p.arrangement or {}).get(LOCKSTEP_KEY)
     if lockstep:  # ASP of identical workers: the arrangement measured runs took on some clusters
-        steps = f"in lockstep {format_duration(lockstep)}"
+        together = (p.arrangement or {}).get("lockstep_of") == "server_gpus"
+        steps = f"{'GPUs together' if together else 'in lockstep'} {format_duration(lockstep)}"
         band = f"{band}, {steps}" if band else steps
     single = p.single_worker
     total = p.iteration_time_s
