@@ -92,3 +92,23 @@ def test_ssp_with_one_distinct_slowest_keeps_bsp_schedule():
     bsp = predict(workload=BIGLAST, sync="bsp", cluster=cluster)
     assert ssp.iteration_time_s == pytest.approx(bsp.iteration_time_s, rel=1e-9)
     assert any("behind one distinct slowest" in n for n in ssp.notes)
+
+
+def test_the_held_regime_on_colocated_hosts_points_to_the_simulator():
+    # fresh27-ssp1-coloc-greedy-slow: measured 0.833 s, this model 0.618 s, simulate 0.843 s
+    from ddlperf.predictors.analytic import HELD_COLOCATED_NOTE
+
+    cluster = {"bandwidth": "200Mbps", "latency": "50us",
+               "workers": [{"name": "big", "count": 1, "speed": 0.7},
+                           {"name": "rest", "count": 2}],
+               "ps": {"count": 3, "placement": "colocated"}}
+    held = predict(workload=BIGLAST, cluster=cluster, sync="ssp", staleness=1,
+                   sharding="greedy")
+    assert HELD_COLOCATED_NOTE in held.notes
+    for kw in ({"sync": "asp"}, {"sync": "bsp"}, {"sync": "ssp", "staleness": 1,
+                                                   "method": "simulate"}):
+        assert HELD_COLOCATED_NOTE not in predict(workload=BIGLAST, cluster=cluster,
+                                                  sharding="greedy", **kw).notes
+    dedicated = {**cluster, "ps": {"count": 3}}
+    assert HELD_COLOCATED_NOTE not in predict(workload=BIGLAST, cluster=dedicated,
+                                              sync="ssp", staleness=1).notes
