@@ -20,7 +20,7 @@ SIMULATE = "src/ddlperf/predictors/simulate/"
 #: Python: compiling them gains nothing measurable
 COMPILED = [
     "allreduce", "clocks", "compute", "connection", "engine", "flows", "jitter", "maxmin",
-    "network", "ps", "record", "ssp", "update_busy", "worker",
+    "network", "ps", "ps_worker", "record", "ssp", "update_busy", "worker",
 ]
 #: the rest of ddlperf, numpy and pydantic are seen as Any: only these modules are
 #: type-checked, which keeps the build at about a minute
