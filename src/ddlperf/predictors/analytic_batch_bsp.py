@@ -365,7 +365,7 @@ def bsp_period(sc: Scenario, lay: Layout, p: Points) -> np.ndarray:
     period = np.maximum(updates.max(axis=0), ends)
     if not sc.strategy.step_barrier:
         overlap = sc.strategy.overlap
-        layout = None if overlap else ps_layout(sc)
+        held = None if overlap else ps_layout(sc)  # without overlap: who holds each tensor
         active = np.arange(points)
         sub_p, sub_links = p, links
         for _ in range(MAX_PASSES - 1):
@@ -373,9 +373,9 @@ def bsp_period(sc: Scenario, lay: Layout, p: Points) -> np.ndarray:
             last = period[active]
             upd = updates if whole else updates[:, active]
             end = ends if whole else ends[active]
-            release = (upd if layout is None
-                       else shard_release(layout.shard_rows, layout.holds, upd))
-            if layout is not None:  # shards that finish together: the next pass is this one
+            release = (upd if held is None
+                       else shard_release(held.shard_rows, held.holds, upd))
+            if held is not None:  # shards that finish together: the next pass is this one
                 apart = release.min(axis=0) != release.max(axis=0)
                 if not apart.all():
                     if not apart.any():

@@ -282,7 +282,11 @@ class _Colocated:
                            for s in sc.shards]
         self.hosts = {g: k for k, g in enumerate(self.host_group)}
         self.rows = [np.flatnonzero(sc.placement[:, k] > 0) for k in range(len(sc.shards))]
-        self.holders = (sc.placement > 0).sum(axis=1)  # shards holding each tensor
+        self.holds = sc.placement > 0  # (tensors, shards)
+        self.holders = self.holds.sum(axis=1)  # shards holding each tensor
+        self.tensor_parts = [[(int(k), float(sc.placement[j, k]))
+                              for k in np.flatnonzero(self.holds[j])]
+                             for j in range(len(sc.tensor_bytes))]  # per tensor: (shard, bytes)
         self.parts = [sc.placement[r, k] for k, r in enumerate(self.rows)]
         self.order = forward_order(sc)
         layers = sc.tensor_layer[self.order]
@@ -395,8 +399,7 @@ class _Colocated:
                 holders_left[j] -= 1
                 if holders_left[j]:
                     continue
-                for kk in np.flatnonzero(sc.placement[j] > 0).tolist():
-                    size = float(sc.placement[j, kk])
+                for kk, size in self.tensor_parts[j]:
                     for g in range(n_groups):
                         if g != self.host_group[kk]:
                             net.add(pull[kk, g], float(released[j]), size)
@@ -441,7 +444,7 @@ def colocated_bsp(sc: Scenario) -> tuple[list[GroupTime], float, list[ResourceUs
         if mixed or per_shard:
             last = [r - period for r in readies]
         if per_shard:
-            updates = shard_release(model.rows, sc.placement > 0, updates)
+            updates = shard_release(model.rows, model.holds, updates)
         release, before = updates - period, [end - period for end in ends]
         cycle = _cycle(periods)
         if cycle:

@@ -48,8 +48,9 @@ def lockstep_figure(sc: Scenario, prediction: Prediction | float) -> float | Non
     workers (one worker group of two or more), and SSP of them whose bound never holds anyone
     (which is ASP); None elsewhere or where lockstep would not be more than ``SAME_WITHIN``
     slower than ``prediction`` (a prediction, or its iteration time in seconds)."""
-    together = not has_lockstep_figure(sc) and servers_apart(sc)
-    if not has_lockstep_figure(sc) and not together:
+    everyone = has_lockstep_figure(sc)
+    together = not everyone and servers_apart(sc)
+    if not (everyone or together):
         return None
     from ddlperf.predictors.analytic import predict_analytic, ssp_runs_as_asp
 

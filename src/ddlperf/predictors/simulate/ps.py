@@ -87,13 +87,12 @@ class PSModel:
             self.layer_parts[self.tensor_layer[j]] += len(self.parts[j])
             self.layer_tensors[self.tensor_layer[j]].append(j)
         self.total_parts = sum(self.layer_parts)
-        self.forward_tensors = [int(j) for j in forward_order(sc)]
         self.gradient_tensors = list(range(n_tensors))
         # overlap off: each shard's parts (BSP: its updates left this iteration; shards not
         # done per tensor), and its tensors in forward order (its pulls go out in that order)
         self.shard_parts = [0] * len(sc.shards)
         self.shard_forward: list[list[int]] = [[] for _ in sc.shards]
-        for j in self.forward_tensors:
+        for j in forward_order(sc).tolist():
             for k, _size in self.parts[j]:
                 self.shard_parts[k] += 1
                 self.shard_forward[k].append(j)
@@ -399,10 +398,10 @@ class PSModel:
                     self._send_pull(j, kk, v, t)
 
     def _pull_all(self, u: int, t: int) -> None:
-        """Every part recipient ``u`` needs: in forward order with overlap off (forward waits
-        for all of them), in the order the shards applied them (gradient order) after a step
-        barrier, as the analytic model's FIFOs have it."""
-        for j in (self.gradient_tensors if self.barrier else self.forward_tensors):
+        """After a step barrier, every part recipient ``u`` needs, in the order the shards
+        applied them (gradient order), as the analytic model's FIFOs have it. (Without overlap
+        and no barrier the shards send theirs one by one: :meth:`_shard_done`.)"""
+        for j in self.gradient_tensors:
             for k, _ in self.parts[j]:
                 self._send_pull(j, k, u, t)
 
